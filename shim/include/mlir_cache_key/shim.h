@@ -1,0 +1,64 @@
+/* The C boundary between mlir-cache-key's Rust library and MLIR's C++ API.
+ *
+ * MLIR's C API cannot set the bytecode producer string, render parse
+ * diagnostics against the source buffer, or define a pass with options; these
+ * few functions do. Rust reads this header through bindgen (build.rs), so this
+ * file is the single source of truth for the FFI boundary. */
+#ifndef MLIR_CACHE_KEY_SHIM_H
+#define MLIR_CACHE_KEY_SHIM_H
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Support.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Writes `op` as MLIR bytecode of exactly `version` with the producer string
+ * `producer`, delivering the bytes to `sink` in chunks of up to 64 KiB (so a
+ * caller can hash them without holding a copy). Fails when this MLIR cannot
+ * emit `version`. */
+MlirLogicalResult mckWriteBytecode(MlirOperation op, int64_t version,
+                                   MlirStringRef producer,
+                                   MlirStringCallback sink, void *sinkData);
+
+/* Parses MLIR text or bytecode held in `source` into a module. `bufferName`
+ * names the input in diagnostics, which are rendered as
+ * "NAME:LINE:COL: error: ..." with the source line and delivered to
+ * `diagnostics`. Returns a null module on failure. */
+MlirModule mckParseModule(MlirContext context, MlirStringRef source,
+                          MlirStringRef bufferName,
+                          MlirStringCallback diagnostics,
+                          void *diagnosticsData);
+
+/* Runs the upstream strip-debuginfo pass on `op` (every operation and block
+ * argument location becomes loc(unknown)), with the verifier off: the pass
+ * only replaces locations. */
+MlirLogicalResult mckStripDebugInfo(MlirOperation op);
+
+/* Options of the cache-key passes, as parsed by mlir-opt. */
+typedef struct MckPassOptions {
+  bool keepLocations;
+  bool ignoreCustomPartitioning;
+  bool stripKernels;
+} MckPassOptions;
+
+/* A pass body: canonicalises (or digests) the module `op` in place. Errors are
+ * reported as MLIR diagnostics on `op` by the callee. */
+typedef MlirLogicalResult (*MckPassCallback)(MlirOperation op,
+                                             const MckPassOptions *options);
+
+/* Registers the passes `cache-key-canonicalize` and `cache-key-digest` with
+ * MLIR's global pass registry, running `canonicalize` and `digest`. Called
+ * from a pass plugin's registration hook; idempotent. */
+void mckRegisterPasses(MckPassCallback canonicalize, MckPassCallback digest);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MLIR_CACHE_KEY_SHIM_H */

@@ -1,0 +1,132 @@
+//! Canonicalisation: a module in, stable bytecode out (SPEC §1).
+//!
+//! Steps, with results equal to JAX's order (clone, strip-debuginfo, Mosaic
+//! kernels, Triton kernels, unstable pointers, bytecode): kernels are handled
+//! before strip-debuginfo only so that errors can still name the op's source
+//! location; the two touch disjoint parts of the IR (attributes vs locations),
+//! so the order does not change the output.
+
+mod error;
+pub mod kernels;
+mod options;
+mod partitioning;
+pub mod timings;
+
+pub use error::CanonError;
+pub use kernels::{KernelAction, KernelKind, KernelReport, PayloadInfo};
+pub use options::{KernelMode, Options};
+
+use crate::mlir::ops::OpRef;
+use crate::mlir::{self, EmitError};
+use melior::ir::{Module, Operation};
+use sha2::{Digest, Sha256};
+
+/// What canonicalisation did, for `kernels` listings and diagnostics.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct Report {
+    pub kernels: Vec<KernelReport>,
+    /// How many `CustomSPMDPartitioning` pointers became `"REMOVED"`.
+    pub custom_partitioning_removed: usize,
+}
+
+/// A canonicalised module, owned, ready to be written or hashed.
+pub struct CanonicalModule<'c> {
+    module: Module<'c>,
+    report: Report,
+}
+
+impl<'c> CanonicalModule<'c> {
+    /// Canonicalises a clone of `module`; the caller's module is not touched.
+    pub fn of(module: &Module<'c>, options: &Options) -> Result<Self, CanonError> {
+        // SAFETY: the clone is a new top-level operation that we own; it is a
+        // builtin.module because `module` is.
+        let clone = unsafe {
+            Operation::from_raw(mlir_sys::mlirOperationClone(module.as_operation().to_raw()))
+        };
+        let module = Module::from_operation(clone).ok_or(CanonError::NotAModule)?;
+        Self::from_owned(module, options)
+    }
+
+    /// Canonicalises `module` in place (CLI: it owns the module it parsed).
+    pub fn from_owned(module: Module<'c>, options: &Options) -> Result<Self, CanonError> {
+        // SAFETY: the module outlives the handle used during this call.
+        let op = unsafe { OpRef::from_raw(module.as_operation().to_raw()) };
+        let report = canonicalize_in_place(op, options)?;
+        Ok(Self { module, report })
+    }
+
+    pub fn report(&self) -> &Report {
+        &self.report
+    }
+
+    pub fn module(&self) -> &Module<'c> {
+        &self.module
+    }
+
+    /// Streams the canonical bytecode into `sink`, chunk by chunk.
+    pub fn write(&self, sink: &mut dyn FnMut(&[u8])) -> Result<(), EmitError> {
+        mlir::write_bytecode(self.module.as_operation(), sink)
+    }
+
+    pub fn to_bytes(&self) -> Result<Vec<u8>, EmitError> {
+        let mut bytes = Vec::new();
+        self.write(&mut |chunk| bytes.extend_from_slice(chunk))?;
+        Ok(bytes)
+    }
+
+    /// SHA-256 of the canonical bytecode, hashed as it is written.
+    pub fn digest(&self) -> Result<[u8; 32], EmitError> {
+        let mut hasher = Sha256::new();
+        self.write(&mut |chunk| hasher.update(chunk))?;
+        Ok(hasher.finalize().into())
+    }
+
+    /// The canonical module as MLIR text (generic form for every op, so it
+    /// reads back the same in any MLIR).
+    pub fn text(&self) -> String {
+        mlir::ops::print_operation(self.module.as_operation().to_raw(), true)
+    }
+}
+
+/// The canonical bytecode of `module`, which is left untouched.
+pub fn canonicalize(module: &Module, options: &Options) -> Result<Vec<u8>, CanonError> {
+    Ok(CanonicalModule::of(module, options)?.to_bytes()?)
+}
+
+/// The module's `sym_name`, the human prefix of its key (`jit_mlp`).
+pub fn module_name(module: &Module) -> Option<String> {
+    // SAFETY: the handle does not outlive the borrow of `module`.
+    let op = unsafe { OpRef::from_raw(module.as_operation().to_raw()) };
+    let name = op.attribute("sym_name")?.string_bytes()?;
+    Some(String::from_utf8_lossy(name).into_owned())
+}
+
+/// Canonicalises the module `op` in place: the library's one implementation,
+/// shared by the CLI, the clone path and the pass plugin.
+pub(crate) fn canonicalize_in_place(
+    op: OpRef<'_>,
+    options: &Options,
+) -> Result<Report, CanonError> {
+    let custom_calls = op.collect_named("stablehlo.custom_call");
+    let mut report = Report::default();
+    if !options.keep_locations {
+        if options.kernels == KernelMode::Strip {
+            report.kernels = kernels::strip_all(&custom_calls)?;
+        }
+        strip_debug_info(op)?;
+    }
+    if options.ignore_custom_partitioning {
+        report.custom_partitioning_removed = partitioning::neutralise(&custom_calls);
+    }
+    Ok(report)
+}
+
+/// Runs upstream `strip-debuginfo` on `op`.
+fn strip_debug_info(op: OpRef<'_>) -> Result<(), CanonError> {
+    // SAFETY: `op` is live for this call.
+    let stripped = unsafe { mlir::ffi::mckStripDebugInfo(op.to_raw()) };
+    if stripped.value == 0 {
+        return Err(CanonError::StripDebugInfo);
+    }
+    Ok(())
+}

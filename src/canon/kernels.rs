@@ -1,0 +1,150 @@
+//! Kernels embedded in custom-call attributes (SPEC §1 steps 3–4).
+//!
+//! Mosaic TPU kernels are MLIR bytecode, base64 inside the JSON string
+//! `backend_config`; Triton GPU kernels are raw MLIR bytecode in the `ir`
+//! entry of the `mhlo.backend_config` dictionary. Both are written by the
+//! producer's newer MLIR, so stripping them must be lossless or not at all.
+
+mod mosaic;
+mod payload;
+mod triton;
+
+use super::CanonError;
+use crate::mlir::ops::OpRef;
+use serde::Serialize;
+
+/// Call targets of the custom calls that carry kernels.
+const MOSAIC_TARGET: &[u8] = b"tpu_custom_call";
+const TRITON_TARGET: &[u8] = b"__gpu$xla.gpu.triton";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KernelKind {
+    Mosaic,
+    Triton,
+}
+
+/// What a kernel's bytecode header says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PayloadInfo {
+    pub version: u64,
+    pub producer: String,
+    pub size: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StripMethod {
+    /// Rewritten at the bytecode-container level, without its dialects.
+    Container,
+    /// Read and rewritten by this MLIR after a byte-exact round trip proved
+    /// it reads the payload losslessly.
+    Mlir,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum KernelAction {
+    /// Mosaic producer default: the `debug_locations` blob was deleted; the
+    /// body carries no locations and is left untouched.
+    DroppedDebugLocations,
+    /// Debug info was stripped from the payload.
+    Stripped { method: StripMethod },
+    /// The payload was left byte-identical (a possible miss, never a false hit).
+    LeftAsIs { reason: String },
+}
+
+/// One embedded kernel and what happened to it.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelReport {
+    /// Index among the module's `stablehlo.custom_call` ops.
+    pub custom_call: usize,
+    /// Pre-order position among all operations of the module.
+    pub operation: usize,
+    /// The op's location before stripping.
+    pub location: String,
+    pub kind: KernelKind,
+    pub payload: Option<PayloadInfo>,
+    #[serde(flatten)]
+    pub action: KernelAction,
+}
+
+/// Where a kernel sits, for reports and error messages.
+struct Site<'m> {
+    op: OpRef<'m>,
+    custom_call: usize,
+    operation: usize,
+    kind: KernelKind,
+}
+
+impl Site<'_> {
+    fn describe(&self) -> String {
+        format!(
+            "stablehlo.custom_call #{} ({} kernel, operation #{} in pre-order) at {}",
+            self.custom_call,
+            match self.kind {
+                KernelKind::Mosaic => "Mosaic",
+                KernelKind::Triton => "Triton",
+            },
+            self.operation,
+            shorten(&self.op.location_text(), 160),
+        )
+    }
+
+    fn error(&self, attribute: &str, reason: impl Into<String>) -> CanonError {
+        CanonError::Kernel {
+            op: self.describe(),
+            attribute: attribute.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    fn report(&self, payload: Option<PayloadInfo>, action: KernelAction) -> KernelReport {
+        if let KernelAction::LeftAsIs { reason } = &action {
+            tracing::warn!("{}: kernel left as is: {reason}", self.describe());
+        }
+        KernelReport {
+            custom_call: self.custom_call,
+            operation: self.operation,
+            location: self.op.location_text(),
+            kind: self.kind,
+            payload,
+            action,
+        }
+    }
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// Strips every embedded kernel among `custom_calls`, in order.
+pub(super) fn strip_all(
+    custom_calls: &[(usize, OpRef<'_>)],
+) -> Result<Vec<KernelReport>, CanonError> {
+    let mut reports = Vec::new();
+    for (index, &(operation, op)) in custom_calls.iter().enumerate() {
+        let target = op
+            .attribute("call_target_name")
+            .and_then(|a| a.string_bytes());
+        let kind = match target {
+            Some(MOSAIC_TARGET) => KernelKind::Mosaic,
+            Some(TRITON_TARGET) => KernelKind::Triton,
+            _ => continue,
+        };
+        let site = Site {
+            op,
+            custom_call: index,
+            operation,
+            kind,
+        };
+        reports.push(match kind {
+            KernelKind::Mosaic => mosaic::strip(&site)?,
+            KernelKind::Triton => triton::strip(&site),
+        });
+    }
+    Ok(reports)
+}

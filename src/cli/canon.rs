@@ -1,0 +1,101 @@
+//! `mlir-cache-key canon`: canonical bytecode, its text, or its digest.
+
+use super::error::CliError;
+use super::{input, output};
+use crate::canon::{CanonicalModule, KernelMode, Options, timings};
+use crate::mlir::{new_context, parse_module};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Options shared by every command that canonicalises a module.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CanonFlags {
+    /// Keep debug locations (skip strip-debuginfo and kernel stripping), like
+    /// JAX's jax_compilation_cache_include_metadata_in_key.
+    #[arg(long)]
+    pub keep_locations: bool,
+    /// Replace the process address of CustomSPMDPartitioning custom calls by
+    /// "REMOVED", so runs share keys.
+    #[arg(long)]
+    pub ignore_custom_partitioning: bool,
+    /// What to do with kernels embedded in custom calls.
+    #[arg(long, value_enum, default_value = "strip")]
+    pub kernels: KernelArg,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum KernelArg {
+    Strip,
+    Keep,
+}
+
+impl CanonFlags {
+    pub fn options(&self) -> Options {
+        Options {
+            keep_locations: self.keep_locations,
+            ignore_custom_partitioning: self.ignore_custom_partitioning,
+            kernels: match self.kernels {
+                KernelArg::Strip => KernelMode::Strip,
+                KernelArg::Keep => KernelMode::Keep,
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Emit {
+    Bytecode,
+    Text,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// MLIR text or bytecode (optionally gzip-compressed); `-` reads stdin.
+    input: PathBuf,
+    /// Where to write the output [default: stdout].
+    #[arg(short, long, value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// Output canonical bytecode, or its MLIR text (generic form).
+    #[arg(long, value_enum, default_value = "bytecode")]
+    emit: Emit,
+    /// Print the SHA-256 of the canonical bytecode instead of the bytes.
+    #[arg(long, conflicts_with = "emit")]
+    digest: bool,
+    /// Print how long each step took (parse, clone, kernels, strip, write,
+    /// hash) to stderr.
+    #[arg(long)]
+    timings: bool,
+    #[command(flatten)]
+    canon: CanonFlags,
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let input = input::read(&args.input)?;
+    let options = args.canon.options();
+    let context = new_context();
+    if args.timings {
+        let timings = timings::measure(&context, &input.bytes, &input.name, &options)?;
+        for (step, time) in timings.rows() {
+            eprintln!("{step:>24}: {:>10.3} ms", time.as_secs_f64() * 1e3);
+        }
+        eprintln!(
+            "{:>24}: {:>10} bytes",
+            "canonical bytecode", timings.canonical_bytes
+        );
+    }
+    let module = parse_module(&context, &input.bytes, &input.name).map_err(CliError::input)?;
+    let canonical = CanonicalModule::from_owned(module, &options)?;
+    if args.digest {
+        let digest = canonical.digest().map_err(CliError::other)?;
+        return finish(args.output, format!("{}\n", hex::encode(digest)).as_bytes());
+    }
+    match args.emit {
+        Emit::Text => finish(args.output, canonical.text().as_bytes()),
+        Emit::Bytecode => finish(args.output, &canonical.to_bytes().map_err(CliError::other)?),
+    }
+}
+
+fn finish(path: Option<PathBuf>, bytes: &[u8]) -> Result<ExitCode, CliError> {
+    output::write(path.as_deref(), bytes)?;
+    Ok(ExitCode::SUCCESS)
+}

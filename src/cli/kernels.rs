@@ -1,0 +1,79 @@
+//! `mlir-cache-key kernels`: every embedded kernel, and how it is stripped.
+
+use super::canon::CanonFlags;
+use super::error::CliError;
+use super::{input, output};
+use crate::canon::{CanonicalModule, KernelAction, KernelKind};
+use crate::mlir::{new_context, parse_module};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// MLIR text or bytecode; `-` reads stdin.
+    input: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    canon: CanonFlags,
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let input = input::read(&args.input)?;
+    let context = new_context();
+    let module = parse_module(&context, &input.bytes, &input.name).map_err(CliError::input)?;
+    let canonical = CanonicalModule::from_owned(module, &args.canon.options())?;
+    let kernels = &canonical.report().kernels;
+    let text = if args.json {
+        let mut text = serde_json::to_string_pretty(kernels).map_err(CliError::other)?;
+        text.push('\n');
+        text
+    } else {
+        table(kernels)
+    };
+    output::stdout(text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn table(kernels: &[crate::canon::KernelReport]) -> String {
+    let mut out = String::new();
+    if kernels.is_empty() {
+        out.push_str("no embedded kernels\n");
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "{:<6} {:<9} {:<7} {:<16} {:>9}  action",
+        "call", "kind", "version", "producer", "bytes"
+    );
+    for k in kernels {
+        let kind = match k.kind {
+            KernelKind::Mosaic => "mosaic",
+            KernelKind::Triton => "triton",
+        };
+        let (version, producer, size) = match &k.payload {
+            Some(p) => (
+                p.version.to_string(),
+                p.producer.clone(),
+                p.size.to_string(),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        let action = match &k.action {
+            KernelAction::DroppedDebugLocations => {
+                "dropped debug_locations (body untouched)".to_string()
+            }
+            KernelAction::Stripped { method } => format!("stripped ({method:?})").to_lowercase(),
+            KernelAction::LeftAsIs { reason } => format!("left as is: {reason}"),
+        };
+        let _ = writeln!(
+            out,
+            "#{:<5} {:<9} {:<7} {:<16} {:>9}  {}",
+            k.custom_call, kind, version, producer, size, action
+        );
+        let _ = writeln!(out, "       operation #{} at {}", k.operation, k.location);
+    }
+    out
+}

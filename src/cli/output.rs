@@ -1,0 +1,28 @@
+//! Writing results: to a file, or to standard output where a closed pipe
+//! (`| head`) is a normal end, not an error.
+
+use super::error::CliError;
+use anyhow::Context as _;
+use std::io::{ErrorKind, Write};
+use std::path::Path;
+
+/// Writes `bytes` to `path`, or to stdout when `path` is `None` or `-`.
+pub fn write(path: Option<&Path>, bytes: &[u8]) -> Result<(), CliError> {
+    match path {
+        Some(path) if path != Path::new("-") => std::fs::write(path, bytes)
+            .with_context(|| format!("cannot write {}", path.display()))
+            .map_err(CliError::other),
+        _ => stdout(bytes),
+    }
+}
+
+/// Writes to stdout; a broken pipe ends quietly.
+pub fn stdout(bytes: &[u8]) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => Ok(()),
+        other => other
+            .context("cannot write to standard output")
+            .map_err(CliError::other),
+    }
+}

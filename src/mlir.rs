@@ -1,0 +1,16 @@
+//! The MLIR facilities the pipeline needs, behind small safe functions.
+//!
+//! melior covers most of MLIR's C API; what it lacks (bytecode with a fixed
+//! producer, parse diagnostics against the source, raw string attributes that
+//! hold bytes rather than UTF-8) goes through the C++ shim or mlir-sys here,
+//! so `unsafe` stays in this module.
+
+mod context;
+mod emit;
+pub(crate) mod ffi;
+pub(crate) mod ops;
+mod parse;
+
+pub use context::new_context;
+pub use emit::{BYTECODE_VERSION, EmitError, PRODUCER, write_bytecode, write_bytecode_with};
+pub use parse::{ParseError, parse_module};

@@ -1,0 +1,147 @@
+//! Parsing MLIR text or bytecode into a module, with errors that name the
+//! input, the line and the column, and say what to do about pretty-printed
+//! ops of dialects this MLIR lacks.
+
+use super::ffi;
+use melior::Context;
+use melior::ir::Module;
+use mlir_sys::MlirStringRef;
+use std::ffi::c_void;
+use std::fmt;
+
+/// Magic bytes at the start of every MLIR bytecode file.
+const BYTECODE_MAGIC: &[u8] = b"ML\xefR";
+
+#[derive(Debug, thiserror::Error)]
+pub struct ParseError {
+    /// The input's name as given (a path, or `<stdin>`).
+    pub input: String,
+    /// MLIR's diagnostics, rendered as `NAME:LINE:COL: error: ...`.
+    pub diagnostics: String,
+    /// What the user can do about it, when we recognise the problem.
+    pub hint: Option<String>,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let diagnostics = self.diagnostics.trim_end();
+        if diagnostics.is_empty() {
+            write!(f, "{}: cannot parse as an MLIR module", self.input)?;
+        } else {
+            write!(f, "cannot parse {}:\n{diagnostics}", self.input)?;
+        }
+        if let Some(hint) = &self.hint {
+            write!(f, "\nhint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Returns true when `source` is MLIR bytecode rather than text.
+pub fn is_bytecode(source: &[u8]) -> bool {
+    source.starts_with(BYTECODE_MAGIC)
+}
+
+/// Parses `source` (MLIR text or bytecode) as a module named `name` in
+/// diagnostics.
+pub fn parse_module<'c>(
+    context: &'c Context,
+    source: &[u8],
+    name: &str,
+) -> Result<Module<'c>, ParseError> {
+    if source.iter().all(u8::is_ascii_whitespace) {
+        return Err(ParseError {
+            input: name.to_string(),
+            diagnostics: String::new(),
+            hint: Some("the input is empty; expected MLIR text or bytecode".to_string()),
+        });
+    }
+    unsafe extern "C" fn collect(text: MlirStringRef, data: *mut c_void) {
+        // SAFETY: `data` is the `String` below; `text` is valid for the call.
+        unsafe {
+            let out = &mut *(data as *mut String);
+            let bytes = std::slice::from_raw_parts(text.data.cast::<u8>(), text.length);
+            out.push_str(&String::from_utf8_lossy(bytes));
+        }
+    }
+    // The bytecode reader wants its buffer aligned like the resources inside
+    // it; a fresh 64-byte-aligned copy satisfies every alignment MLIR emits.
+    let aligned;
+    let source = if is_bytecode(source) {
+        aligned = AlignedBytes::copy_of(source);
+        aligned.as_slice()
+    } else {
+        source
+    };
+    let mut diagnostics = String::new();
+    // SAFETY: `source`, `name` and `diagnostics` outlive the call; the parsed
+    // module is owned by the returned `Module`.
+    let module = unsafe {
+        let raw = ffi::mckParseModule(
+            context.to_raw(),
+            string_ref(source),
+            string_ref(name.as_bytes()),
+            Some(collect),
+            (&mut diagnostics as *mut String).cast(),
+        );
+        Module::from_option_raw(raw)
+    };
+    module.ok_or_else(|| {
+        let hint = hint_for(&diagnostics);
+        ParseError {
+            input: name.to_string(),
+            diagnostics,
+            hint,
+        }
+    })
+}
+
+fn string_ref(bytes: &[u8]) -> MlirStringRef {
+    MlirStringRef {
+        data: bytes.as_ptr().cast(),
+        length: bytes.len(),
+    }
+}
+
+/// Recognises a pretty-printed op of a dialect this MLIR does not have.
+fn hint_for(diagnostics: &str) -> Option<String> {
+    let start = diagnostics.find("custom op '")? + "custom op '".len();
+    let op = &diagnostics[start..start + diagnostics[start..].find('\'')?];
+    let dialect = op.split('.').next().unwrap_or(op);
+    Some(format!(
+        "'{op}' is in the pretty (custom) form, which needs the '{dialect}' dialect; MLIR 22 \
+         does not have it, so its ops parse only in the generic form (\"{op}\"(...)). \
+         Print the module in generic form: from JAX, \
+         module.operation.get_asm(print_generic_op_form=True, enable_debug_info=True); \
+         from an MLIR tool that has the dialect, --mlir-print-op-generic"
+    ))
+}
+
+/// A heap copy of bytes at 64-byte alignment.
+struct AlignedBytes {
+    blocks: Vec<Aligned64>,
+    len: usize,
+}
+
+#[derive(Clone)]
+#[repr(C, align(64))]
+struct Aligned64([u8; 64]);
+
+impl AlignedBytes {
+    fn copy_of(bytes: &[u8]) -> Self {
+        let mut blocks = vec![Aligned64([0; 64]); bytes.len().div_ceil(64)];
+        for (block, chunk) in blocks.iter_mut().zip(bytes.chunks(64)) {
+            block.0[..chunk.len()].copy_from_slice(chunk);
+        }
+        Self {
+            blocks,
+            len: bytes.len(),
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: `blocks` is a contiguous array of 64-byte blocks with no
+        // padding (repr(C), size 64) holding at least `len` initialised bytes.
+        unsafe { std::slice::from_raw_parts(self.blocks.as_ptr().cast::<u8>(), self.len) }
+    }
+}

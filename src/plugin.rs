@@ -1,0 +1,115 @@
+//! The `mlir-opt` pass plugin: `mlirGetPassPluginInfo` and the pass bodies.
+//!
+//! The symbol is defined in Rust because rustc's cdylib export list hides C++
+//! symbols. The passes are declared in the C++ shim; their bodies call the
+//! library's one canonicaliser.
+
+use crate::canon::{self, KernelMode, Options};
+use crate::mlir::ffi::{self, MckPassOptions};
+use crate::mlir::ops::OpRef;
+use mlir_sys::{MlirLogicalResult, MlirOperation};
+use std::ffi::{CString, c_char};
+use std::os::raw::c_void;
+
+/// mlir-opt's `PassPluginLibraryInfo` (mlir/Tools/Plugins/PassPlugin.h).
+#[repr(C)]
+pub struct PassPluginLibraryInfo {
+    api_version: u32,
+    plugin_name: *const c_char,
+    plugin_version: *const c_char,
+    register_pass_registry_callbacks: extern "C" fn(),
+}
+
+const MLIR_PLUGIN_API_VERSION: u32 = 1;
+
+extern "C" fn register() {
+    // SAFETY: registers two pass constructors with MLIR's global registry.
+    unsafe { ffi::mckRegisterPasses(Some(canonicalize_pass), Some(digest_pass)) }
+}
+
+/// The entry point mlir-opt's `--load-pass-plugin` looks up.
+#[unsafe(no_mangle)]
+pub extern "C" fn mlirGetPassPluginInfo() -> PassPluginLibraryInfo {
+    PassPluginLibraryInfo {
+        api_version: MLIR_PLUGIN_API_VERSION,
+        plugin_name: c"mlir-cache-key".as_ptr(),
+        plugin_version: concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast(),
+        register_pass_registry_callbacks: register,
+    }
+}
+
+fn options_from(raw: *const MckPassOptions) -> Options {
+    // SAFETY: the shim passes a pointer to a live struct for the call.
+    let raw = unsafe { *raw };
+    Options {
+        keep_locations: raw.keepLocations,
+        ignore_custom_partitioning: raw.ignoreCustomPartitioning,
+        kernels: if raw.stripKernels {
+            KernelMode::Strip
+        } else {
+            KernelMode::Keep
+        },
+    }
+}
+
+fn result(ok: bool) -> MlirLogicalResult {
+    MlirLogicalResult {
+        value: i8::from(ok),
+    }
+}
+
+/// Reports `message` as an error diagnostic on `op`, as mlir-opt shows them.
+fn emit_error(op: MlirOperation, message: &str) {
+    let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+    // SAFETY: live operation; MLIR copies the message.
+    unsafe { mlir_sys::mlirEmitError(mlir_sys::mlirOperationGetLocation(op), message.as_ptr()) }
+}
+
+unsafe extern "C" fn canonicalize_pass(
+    op: MlirOperation,
+    options: *const MckPassOptions,
+) -> MlirLogicalResult {
+    let options = options_from(options);
+    // SAFETY: mlir-opt owns the module for the duration of the pass.
+    let module = unsafe { OpRef::from_raw(op) };
+    match canon::canonicalize_in_place(module, &options) {
+        Ok(_) => result(true),
+        Err(e) => {
+            emit_error(op, &format!("cache-key-canonicalize: {e}"));
+            result(false)
+        }
+    }
+}
+
+unsafe extern "C" fn digest_pass(
+    op: MlirOperation,
+    options: *const MckPassOptions,
+) -> MlirLogicalResult {
+    let options = options_from(options);
+    // SAFETY: as above; the clone is ours and dropped at the end.
+    let digest = unsafe {
+        let module = melior::ir::Module::from_raw(mlir_sys::mlirModuleFromOperation(op));
+        let digest = canon::CanonicalModule::of(&module, &options).and_then(|c| Ok(c.digest()?));
+        // The module belongs to mlir-opt: do not let the wrapper destroy it.
+        std::mem::forget(module);
+        digest
+    };
+    match digest {
+        Ok(digest) => {
+            // SAFETY: live module op of mlir-opt's context.
+            let module = unsafe { OpRef::from_raw(op) };
+            module.set_attribute(
+                "cache_key.digest",
+                module.string_attribute(hex::encode(digest).as_bytes()),
+            );
+            result(true)
+        }
+        Err(e) => {
+            emit_error(op, &format!("cache-key-digest: {e}"));
+            result(false)
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_types(_: *mut c_void) {}

@@ -1,0 +1,89 @@
+//! Helpers shared by the integration tests: test data paths and running the
+//! real `mlir-cache-key` binary.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// A file under `tests/data/`.
+pub fn data(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(relative)
+}
+
+/// A corpus module under `tests/data/corpus/`.
+pub fn corpus(relative: &str) -> PathBuf {
+    data(&format!("corpus/{relative}"))
+}
+
+pub fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+/// The `mlir-cache-key` binary built for these tests.
+pub fn bin() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mlir-cache-key"));
+    // Tests must not see the developer's cache settings.
+    command.env_remove("MLIR_CACHE_KEY_FLAGS");
+    command.env_remove("XLA_FLAGS");
+    command.env_remove("LIBTPU_INIT_ARGS");
+    command
+}
+
+/// Runs `command` with `stdin` bytes and returns its output.
+pub fn run_with_stdin(command: &mut Command, stdin: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mlir-cache-key");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin)
+        .expect("write stdin");
+    child.wait_with_output().expect("wait")
+}
+
+/// Runs `command`, printing its whole output when it does not match `ok`.
+pub fn run(command: &mut Command) -> Output {
+    command.output().expect("run mlir-cache-key")
+}
+
+/// Asserts success and returns stdout.
+pub fn success(command: &mut Command) -> Vec<u8> {
+    let output = run(command);
+    assert!(
+        output.status.success(),
+        "command failed: {command:?}\nstatus: {}\nstdout: {}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
+/// Asserts failure with `code` and returns stderr.
+pub fn failure(command: &mut Command, code: i32) -> String {
+    let output = run(command);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "unexpected status for {command:?}\nstdout: {}\nstderr: {stderr}",
+        String::from_utf8_lossy(&output.stdout),
+    );
+    stderr
+}
+
+/// Trimmed stdout as text.
+pub fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes)
+        .expect("UTF-8 output")
+        .trim_end()
+        .to_string()
+}

@@ -1,0 +1,21 @@
+#loc1 = loc("args[0]")
+#loc2 = loc("args[1]")
+"builtin.module"() <{sym_name = "jit__unnamed_function"}> ({
+  "sdy.mesh"() <{mesh = #sdy.mesh<["x"=8]>, sym_name = "mesh"}> {stablehlo.mesh = {axes = [{name = "x", size = 8 : i64}]}} : () -> () loc(#loc)
+  "func.func"() <{arg_attrs = [{sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}, {sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}], function_type = (tensor<1024xf32>, tensor<1024xf32>) -> tensor<1024xf32>, res_attrs = [{jax.result_info = "result", sdy.sharding = #sdy.sharding<@mesh, [{"x"}]>}], sym_name = "main", sym_visibility = "public"}> ({
+  ^bb0(%arg0: tensor<1024xf32> loc("args[0]"), %arg1: tensor<1024xf32> loc("args[1]")):
+    %0 = "stablehlo.custom_call"(%arg0, %arg1) <{api_version = 2 : i32, backend_config = "140703128616960", call_target_name = "CustomSPMDPartitioning", called_computations = [], has_side_effect = false}> {sdy.sharding_rule = #sdy.op_sharding_rule<([i], [i])->([i]) {i=1024}, custom>} : (tensor<1024xf32>, tensor<1024xf32>) -> tensor<1024xf32> loc(#loc11)
+    "func.return"(%0) : (tensor<1024xf32>) -> () loc(#loc12)
+  }) : () -> () loc(#loc)
+}) {mhlo.num_partitions = 8 : i32, mhlo.num_replicas = 1 : i32} : () -> () loc(#loc)
+#loc = loc(unknown)
+#loc3 = loc("/opt/ml/jaxproj/gen.py":140:14 to :86)
+#loc4 = loc("/opt/ml/jaxproj/gen.py":105:9 to :13)
+#loc5 = loc("/opt/ml/jaxproj/gen.py":144:0 to :30)
+#loc6 = loc("cp"(#loc3))
+#loc7 = loc("run"(#loc4))
+#loc8 = loc("<module>"(#loc5))
+#loc9 = loc(callsite(#loc7 at #loc8))
+#loc10 = loc(callsite(#loc6 at #loc9))
+#loc11 = loc("jit(<unnamed function>)/custom_partitioning"(#loc10))
+#loc12 = loc("jit(<unnamed function>)"(#loc10))
