@@ -1,0 +1,8 @@
+// RUN: %opt --pass-pipeline='builtin.module(cache-key-digest)' %data/corpus/cpu/conv.a.generic.mlir > %t.a
+// RUN: %opt --pass-pipeline='builtin.module(cache-key-digest)' %data/corpus/cpu/conv.b.generic.mlir > %t.b
+// RUN: cat %t.a %t.b | FileCheck %s
+
+// Convolution + gelu, relocated: one digest.
+
+// CHECK: cache_key.digest = "[[DIGEST:[0-9a-f]+]]"
+// CHECK: cache_key.digest = "[[DIGEST]]"

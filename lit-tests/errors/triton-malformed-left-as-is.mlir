@@ -1,0 +1,35 @@
+// RUN: %opt --split-input-file --pass-pipeline='builtin.module(cache-key-canonicalize)' %s | FileCheck %s
+
+// JAX accepts Triton calls of any shape, so a Triton call we cannot read is
+// left exactly as it is (a possible miss, never a failure or a false hit).
+
+// CHECK-LABEL: func.func @no_dictionary
+// CHECK: mhlo.backend_config = "not a dictionary"
+"builtin.module"() ({
+  "func.func"() <{function_type = () -> (), sym_name = "no_dictionary"}> ({
+    "stablehlo.custom_call"() <{backend_config = "", call_target_name = "__gpu$xla.gpu.triton"}> {mhlo.backend_config = "not a dictionary"} : () -> ()
+    "func.return"() : () -> ()
+  }) : () -> ()
+}) : () -> ()
+
+// -----
+
+// CHECK-LABEL: func.func @text_ir
+// CHECK: ir = "tt.func @k() { tt.return }"
+"builtin.module"() ({
+  "func.func"() <{function_type = () -> (), sym_name = "text_ir"}> ({
+    "stablehlo.custom_call"() <{backend_config = "", call_target_name = "__gpu$xla.gpu.triton"}> {mhlo.backend_config = {ir = "tt.func @k() { tt.return }", name = "k"}} : () -> ()
+    "func.return"() : () -> ()
+  }) : () -> ()
+}) : () -> ()
+
+// -----
+
+// CHECK-LABEL: func.func @truncated
+// CHECK: ir = "ML\EFR\0DMLIR24"
+"builtin.module"() ({
+  "func.func"() <{function_type = () -> (), sym_name = "truncated"}> ({
+    "stablehlo.custom_call"() <{backend_config = "", call_target_name = "__gpu$xla.gpu.triton"}> {mhlo.backend_config = {ir = "ML\EFR\0DMLIR24", name = "k"}} : () -> ()
+    "func.return"() : () -> ()
+  }) : () -> ()
+}) : () -> ()

@@ -1,0 +1,8 @@
+// RUN: %opt --pass-pipeline='builtin.module(cache-key-digest)' %data/corpus/gpu/cuda_mlp.a.generic.mlir > %t.a
+// RUN: %opt --pass-pipeline='builtin.module(cache-key-digest)' %data/corpus/gpu/cuda_mlp.b.generic.mlir > %t.b
+// RUN: cat %t.a %t.b | FileCheck %s
+
+// The MLP lowered for CUDA, relocated: one digest.
+
+// CHECK: cache_key.digest = "[[DIGEST:[0-9a-f]+]]"
+// CHECK: cache_key.digest = "[[DIGEST]]"

@@ -1,0 +1,12 @@
+// RUN: %mck canon --digest %data/corpus/tpu/tpu_pallas_add.b.generic.mlir > %t.cli
+// RUN: %opt --pass-pipeline='builtin.module(cache-key-digest)' %data/corpus/tpu/tpu_pallas_add.b.generic.mlir > %t.opt
+// RUN: %opt --pass-pipeline='builtin.module(cache-key-canonicalize)' --emit-bytecode --emit-bytecode-version=6 %data/corpus/tpu/tpu_pallas_add.b.generic.mlir -o %t.bc
+// RUN: %mck canon --digest %t.bc > %t.recanon
+// RUN: cat %t.cli %t.opt %t.recanon | FileCheck %s
+
+// One implementation: the plugin's digest equals the CLI's, and the plugin's
+// canonical module, written by mlir-opt, canonicalises to the same bytes.
+
+// CHECK: [[DIGEST:[0-9a-f]{64}]]
+// CHECK: cache_key.digest = "[[DIGEST]]"
+// CHECK: [[DIGEST]]
