@@ -11,3 +11,11 @@ cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo build --locked
 cargo test --locked
+
+# lit + FileCheck over the plugin and the CLI (uses target/debug).
+/usr/lib/llvm-22/bin/lit -sv lit-tests
+
+# The C++ shim built by CMake against the installed MLIR, and its smoke test.
+cmake -S cmake -B target/cmake -G Ninja -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir >/dev/null
+cmake --build target/cmake
+ctest --test-dir target/cmake --output-on-failure
