@@ -8,6 +8,7 @@
 
 pub mod canon;
 pub mod cli;
+pub mod key;
 pub mod mlir;
 mod plugin;
 

@@ -1,0 +1,17 @@
+//! Key errors: each names the input at fault.
+
+use super::compile_options::OptionsError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("{source_name} is not valid UTF-8")]
+    NotUtf8 { source_name: String },
+    #[error("compile options {input}: {source}")]
+    CompileOptions {
+        input: String,
+        #[source]
+        source: OptionsError,
+    },
+    #[error(transparent)]
+    Emit(#[from] crate::mlir::EmitError),
+}

@@ -1,0 +1,1 @@
+//! Why two keys differ (placeholder replaced below).
