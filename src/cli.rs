@@ -6,8 +6,11 @@ mod canon;
 mod error;
 mod input;
 mod kernels;
+mod key;
+mod key_args;
 mod logging;
 mod output;
+mod why;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -37,6 +40,10 @@ enum Command {
     Canon(canon::Args),
     /// List the kernels embedded in a module and how each is stripped.
     Kernels(kernels::Args),
+    /// Compute a module's JAX-compatible cache key.
+    Key(key::Args),
+    /// Explain why two keys differ: the ingredient that moved, and how.
+    Why(why::Args),
 }
 
 /// Parses the process arguments and runs the command.
@@ -64,5 +71,7 @@ fn run(cli: Cli) -> Result<ExitCode, error::CliError> {
     match cli.command {
         Command::Canon(args) => canon::run(args),
         Command::Kernels(args) => kernels::run(args),
+        Command::Key(args) => key::run(args),
+        Command::Why(args) => why::run(args),
     }
 }

@@ -1,1 +1,408 @@
-//! Why two keys differ (placeholder replaced below).
+//! Why two keys differ: the first entry that moved (where JAX's two traces
+//! first disagree), then exactly what moved in it — the flag, the option
+//! field, the device, or the first differing operation of the module.
+
+use super::compile_options;
+use super::record::{KeyRecord, Readable};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Lines of context shown around the first differing operation.
+const CONTEXT_LINES: usize = 3;
+/// Changed lines shown per side before eliding the rest.
+const MAX_CHANGED_LINES: usize = 6;
+
+/// One entry whose bytes differ, with what moved in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EntryDifference {
+    /// 1-based position in hash order.
+    pub position: usize,
+    pub name: String,
+    pub details: Vec<String>,
+}
+
+/// The comparison of two key records, `a` being the old one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Explanation {
+    pub key_a: String,
+    pub key_b: String,
+    /// Entries whose own bytes differ, in hash order; the first one is where
+    /// the traces first disagree, and every later running digest follows.
+    pub differences: Vec<EntryDifference>,
+    /// Only the human prefix (module name) differs.
+    pub name_only: bool,
+}
+
+impl Explanation {
+    pub fn same_key(&self) -> bool {
+        self.differences.is_empty()
+    }
+}
+
+/// Compares two key records entry by entry.
+pub fn explain(a: &KeyRecord, b: &KeyRecord) -> Explanation {
+    let differences: Vec<EntryDifference> = a
+        .entries
+        .iter()
+        .zip(&b.entries)
+        .enumerate()
+        .filter(|(_, (x, y))| x.entry_sha256 != y.entry_sha256)
+        .map(|(i, (x, y))| EntryDifference {
+            position: i + 1,
+            name: x.name.clone(),
+            details: details(&x.readable, &y.readable),
+        })
+        .collect();
+    Explanation {
+        key_a: a.key.clone(),
+        key_b: b.key.clone(),
+        name_only: differences.is_empty() && a.key != b.key,
+        differences,
+    }
+}
+
+fn details(a: &Readable, b: &Readable) -> Vec<String> {
+    match (a, b) {
+        (
+            Readable::Computation {
+                bytes: na,
+                text: ta,
+            },
+            Readable::Computation {
+                bytes: nb,
+                text: tb,
+            },
+        ) => computation(*na, ta.as_deref(), *nb, tb.as_deref()),
+        (Readable::CompilerVersion { version: x }, Readable::CompilerVersion { version: y }) => {
+            vec![format!("compiler version: {x:?} → {y:?}")]
+        }
+        (
+            Readable::Backend {
+                platform: pa,
+                platform_version: va,
+            },
+            Readable::Backend {
+                platform: pb,
+                platform_version: vb,
+            },
+        ) => {
+            let mut out = Vec::new();
+            if pa != pb {
+                out.push(format!("platform: {pa:?} → {pb:?}"));
+            }
+            if va != vb {
+                out.push(format!("platform version: {va:?} → {vb:?}"));
+            }
+            if out.is_empty() {
+                out.push(format!(
+                    "platform and version split differently: {pa:?}+{va:?} → {pb:?}+{vb:?}"
+                ));
+            }
+            out
+        }
+        (Readable::Flags { included: fa, .. }, Readable::Flags { included: fb, .. }) => {
+            flags(fa, fb)
+        }
+        (
+            Readable::CompileOptions {
+                format: fa,
+                hashed: ha,
+                ..
+            },
+            Readable::CompileOptions {
+                format: fb,
+                hashed: hb,
+                ..
+            },
+        ) => options(fa, ha, fb, hb),
+        (
+            Readable::Accelerator {
+                topology_fingerprint: ta,
+                device_kinds: da,
+            },
+            Readable::Accelerator {
+                topology_fingerprint: tb,
+                device_kinds: db,
+            },
+        ) => accelerator(*ta, da, *tb, db),
+        (Readable::Compression { name: x }, Readable::Compression { name: y }) => {
+            vec![format!("compression: {x:?} → {y:?}")]
+        }
+        (Readable::CustomHook { value: x }, Readable::CustomHook { value: y }) => {
+            vec![format!("custom hook: {x:?} → {y:?}")]
+        }
+        _ => {
+            vec!["the records describe this entry differently (different record versions?)".into()]
+        }
+    }
+}
+
+fn computation(bytes_a: u64, a: Option<&str>, bytes_b: u64, b: Option<&str>) -> Vec<String> {
+    let (Some(a), Some(b)) = (a, b) else {
+        return vec![format!(
+            "canonical modules differ ({bytes_a} → {bytes_b} bytes); their text was not recorded, \
+             so rerun `key --json` on both modules to see the first differing operation"
+        )];
+    };
+    if a == b {
+        return vec![
+            "canonical text is identical; the bytecode differs (different MLIR versions?)".into(),
+        ];
+    }
+    let diff = similar::TextDiff::from_lines(a, b);
+    let ops = diff.ops();
+    let Some(first) = ops
+        .iter()
+        .position(|op| op.tag() != similar::DiffTag::Equal)
+    else {
+        return vec![
+            "canonical text is identical; the bytecode differs (different MLIR versions?)".into(),
+        ];
+    };
+    let (old_lines, new_lines): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    let changed = ops[first];
+    let start = changed.old_range().start;
+    let function = old_lines[..(start + 1).min(old_lines.len())]
+        .iter()
+        .rev()
+        .find_map(|line| function_name(line));
+    let regions = ops
+        .iter()
+        .filter(|op| op.tag() != similar::DiffTag::Equal)
+        .count();
+    let mut out = vec![format!(
+        "first differing operation at canonical line {}{} ({} differing region{} in all):",
+        start + 1,
+        function
+            .map(|f| format!(", in function @{f}"))
+            .unwrap_or_default(),
+        regions,
+        if regions == 1 { "" } else { "s" },
+    )];
+    if let (Some(old), Some(new)) = (
+        old_lines.get(start),
+        new_lines.get(changed.new_range().start),
+    ) {
+        if changed.tag() == similar::DiffTag::Replace {
+            out.push(pinpoint(old, new));
+        }
+    }
+    let line = |sign: &str, text: &str| format!("{sign} {}", shorten(text.trim_end(), 240));
+    for text in &old_lines[start.saturating_sub(CONTEXT_LINES)..start] {
+        out.push(line(" ", text));
+    }
+    for (sign, range, lines) in [
+        ("-", changed.old_range(), &old_lines),
+        ("+", changed.new_range(), &new_lines),
+    ] {
+        for text in lines[range.clone()].iter().take(MAX_CHANGED_LINES) {
+            out.push(line(sign, text));
+        }
+        if range.len() > MAX_CHANGED_LINES {
+            out.push(format!(
+                "{sign} … {} more lines",
+                range.len() - MAX_CHANGED_LINES
+            ));
+        }
+    }
+    let end = changed.old_range().end;
+    for text in old_lines.iter().skip(end).take(CONTEXT_LINES) {
+        out.push(line(" ", text));
+    }
+    out
+}
+
+/// Where two changed lines first differ, as two short excerpts.
+fn pinpoint(old: &str, new: &str) -> String {
+    let prefix = old
+        .char_indices()
+        .zip(new.chars())
+        .find(|((_, a), b)| a != b)
+        .map_or(old.len().min(new.len()), |((i, _), _)| i);
+    let excerpt = |text: &str| {
+        let from = text[..prefix.min(text.len())]
+            .char_indices()
+            .rev()
+            .nth(30)
+            .map_or(0, |(i, _)| i);
+        let rest = &text[from..];
+        let cut = rest.char_indices().nth(70).map_or(rest.len(), |(i, _)| i);
+        format!(
+            "{}{}{}",
+            if from > 0 { "…" } else { "" },
+            &rest[..cut],
+            if cut < rest.len() { "…" } else { "" }
+        )
+    };
+    format!(
+        "at column {}: {:?} → {:?}",
+        old[..prefix.min(old.len())].chars().count() + 1,
+        excerpt(old),
+        excerpt(new)
+    )
+}
+
+/// The symbol name of a `func.func`-like line of generic canonical text.
+fn function_name(line: &str) -> Option<&str> {
+    if !line.contains("func\"()") && !line.contains(".func\"") {
+        return None;
+    }
+    let start = line.find("sym_name = \"")? + "sym_name = \"".len();
+    Some(&line[start..start + line[start..].find('"')?])
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// Groups flags by name (the text before the first `=`).
+fn by_name(flags: &[String]) -> BTreeMap<&str, Vec<&str>> {
+    let mut map: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for flag in flags {
+        map.entry(flag.split('=').next().unwrap_or_default())
+            .or_default()
+            .push(flag);
+    }
+    map
+}
+
+fn flags(a: &[String], b: &[String]) -> Vec<String> {
+    let (ma, mb) = (by_name(a), by_name(b));
+    let mut out = Vec::new();
+    for (name, va) in &ma {
+        match mb.get(name) {
+            None => va
+                .iter()
+                .for_each(|f| out.push(format!("- {f} (only in A)"))),
+            Some(vb) if va != vb => {
+                out.push(format!("~ {name}: {} → {}", va.join(" "), vb.join(" ")))
+            }
+            Some(_) => {}
+        }
+    }
+    for (name, vb) in &mb {
+        if !ma.contains_key(name) {
+            vb.iter()
+                .for_each(|f| out.push(format!("+ {f} (only in B)")));
+        }
+    }
+    if out.is_empty() {
+        out.push("the same flags in another form (whitespace around a flag?)".into());
+    }
+    out
+}
+
+fn options(format_a: &str, hashed_a: &str, format_b: &str, hashed_b: &str) -> Vec<String> {
+    if format_a != format_b {
+        return vec![format!("compile options given as {format_a} → {format_b}")];
+    }
+    match format_a {
+        "proto" => {
+            let (Ok(a), Ok(b)) = (STANDARD.decode(hashed_a), STANDARD.decode(hashed_b)) else {
+                return vec!["the recorded options are not valid base64".into()];
+            };
+            match compile_options::diff(&a, &b) {
+                Ok(diffs) if !diffs.is_empty() => diffs.iter().map(|d| d.to_string()).collect(),
+                Ok(_) => {
+                    vec!["the same fields in another encoding (field order or packing)".into()]
+                }
+                Err(e) => vec![format!("cannot decode the recorded options: {e}")],
+            }
+        }
+        "json" => json_diff(hashed_a, hashed_b),
+        _ => vec![],
+    }
+}
+
+fn json_diff(a: &str, b: &str) -> Vec<String> {
+    let (Ok(a), Ok(b)) = (serde_json::from_str(a), serde_json::from_str(b)) else {
+        return vec![format!("{a} → {b}")];
+    };
+    let mut out = Vec::new();
+    json_walk("", &a, &b, &mut out);
+    out
+}
+
+fn json_walk(path: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+    use serde_json::Value;
+    let child = |key: &str| {
+        if path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, va) in x {
+                match y.get(k) {
+                    Some(vb) => json_walk(&child(k), va, vb, out),
+                    None => out.push(format!("{}: {va} → (absent)", child(k))),
+                }
+            }
+            for (k, vb) in y.iter().filter(|(k, _)| !x.contains_key(*k)) {
+                out.push(format!("{}: (absent) → {vb}", child(k)));
+            }
+        }
+        _ if a != b => out.push(format!(
+            "{}: {a} → {b}",
+            if path.is_empty() { "(root)" } else { path }
+        )),
+        _ => {}
+    }
+}
+
+fn accelerator(ta: Option<u64>, da: &[String], tb: Option<u64>, db: &[String]) -> Vec<String> {
+    match (ta, tb) {
+        (Some(x), Some(y)) => vec![format!("topology fingerprint: {x:#018x} → {y:#018x}")],
+        (Some(x), None) => vec![format!(
+            "topology fingerprint {x:#018x} → no topology (device kinds {db:?})"
+        )],
+        (None, Some(y)) => vec![format!(
+            "no topology (device kinds {da:?}) → topology fingerprint {y:#018x}"
+        )],
+        (None, None) => {
+            let mut out = Vec::new();
+            if da.len() != db.len() {
+                out.push(format!("device count: {} → {}", da.len(), db.len()));
+            }
+            for (i, (x, y)) in da.iter().zip(db).enumerate().filter(|(_, (x, y))| x != y) {
+                out.push(format!("device {i} kind: {x:?} → {y:?}"));
+            }
+            out
+        }
+    }
+}
+
+impl fmt::Display for Explanation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.same_key() {
+            if self.name_only {
+                return writeln!(
+                    f,
+                    "same hash; only the module name differs: {} vs {}",
+                    self.key_a, self.key_b
+                );
+            }
+            return writeln!(f, "same key: {}", self.key_a);
+        }
+        writeln!(f, "A: {}\nB: {}", self.key_a, self.key_b)?;
+        for (n, d) in self.differences.iter().enumerate() {
+            if n == 0 {
+                writeln!(f, "first difference: entry {} \"{}\"", d.position, d.name)?;
+            } else {
+                writeln!(f, "also differs: entry {} \"{}\"", d.position, d.name)?;
+            }
+            for line in &d.details {
+                writeln!(f, "  {line}")?;
+            }
+        }
+        Ok(())
+    }
+}

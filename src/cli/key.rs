@@ -1,0 +1,125 @@
+//! `mlir-cache-key key`: the JAX-compatible key of a module, its trace, its
+//! record.
+
+use super::canon::CanonFlags;
+use super::error::CliError;
+use super::key_args::KeyArgs;
+use super::{input, output};
+use crate::canon::{CanonicalModule, module_name};
+use crate::key::{Computation, KeyRecord, Readable, compute};
+use crate::mlir::{new_context, parse_module};
+use anyhow::{Context as _, anyhow};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The module (MLIR text or bytecode; `-` reads stdin).
+    #[arg(required_unless_present = "computation_bytes")]
+    input: Option<PathBuf>,
+    /// Use these bytes as the computation entry instead of canonicalising
+    /// INPUT (requires --module-name).
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "input",
+        requires = "module_name"
+    )]
+    computation_bytes: Option<PathBuf>,
+    /// The key's prefix [default: the module's sym_name].
+    #[arg(long, value_name = "NAME")]
+    module_name: Option<String>,
+    /// Print JAX's 16 trace lines and the flag decisions to stderr.
+    #[arg(long)]
+    explain: bool,
+    /// Print the key's full record as JSON (entries, digests, readable forms).
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    canon: CanonFlags,
+    #[command(flatten)]
+    key: KeyArgs,
+}
+
+pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    let record = record_for(
+        args.input.as_ref(),
+        args.computation_bytes.as_ref(),
+        args.module_name.clone(),
+        &args.canon,
+        &args.key,
+        args.json,
+    )?;
+    if args.explain {
+        eprint!("{}", explain_lines(&record));
+    }
+    if args.json {
+        let mut text = serde_json::to_string_pretty(&record).map_err(CliError::other)?;
+        text.push('\n');
+        output::stdout(text.as_bytes())?;
+    } else {
+        output::stdout(format!("{}\n", record.key).as_bytes())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Computes a key record from a module or from raw computation bytes.
+pub fn record_for(
+    input: Option<&PathBuf>,
+    computation_bytes: Option<&PathBuf>,
+    module_name_override: Option<String>,
+    canon: &CanonFlags,
+    key: &KeyArgs,
+    record_text: bool,
+) -> Result<KeyRecord, CliError> {
+    if let Some(path) = computation_bytes {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("cannot read {}", path.display()))
+            .map_err(CliError::input)?;
+        let name = module_name_override.unwrap_or_default();
+        return compute(Computation::Bytes(&bytes), &key.inputs(name)?).map_err(CliError::input);
+    }
+    let path = input.ok_or_else(|| CliError::input(anyhow!("no input module")))?;
+    let input = input::read(path)?;
+    let context = new_context();
+    let module = parse_module(&context, &input.bytes, &input.name).map_err(CliError::input)?;
+    let name = match module_name_override.or_else(|| module_name(&module)) {
+        Some(name) => name,
+        None => {
+            return Err(CliError::input(anyhow!(
+                "{}: the module has no sym_name to name its key; pass --module-name",
+                input.name
+            )));
+        }
+    };
+    let canonical = CanonicalModule::from_owned(module, &canon.options())?;
+    let computation = Computation::Module {
+        module: &canonical,
+        record_text,
+    };
+    compute(computation, &key.inputs(name)?).map_err(CliError::input)
+}
+
+/// JAX's log lines for a key: flag decisions in hash order, then the trace.
+pub fn explain_lines(record: &KeyRecord) -> String {
+    let mut out = String::new();
+    if let Some(Readable::Flags { included, excluded }) =
+        record.entry("XLA flags").map(|e| &e.readable)
+    {
+        let mut decisions: Vec<(&String, bool)> = included
+            .iter()
+            .map(|f| (f, true))
+            .chain(excluded.iter().map(|f| (f, false)))
+            .collect();
+        decisions.sort();
+        for (flag, kept) in decisions {
+            let verb = if kept { "Including" } else { "Not including" };
+            out.push_str(&format!("{verb} XLA flag in cache key: {flag}\n"));
+        }
+    }
+    for line in record.trace_lines() {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
