@@ -1,0 +1,195 @@
+//! Benchmark of the key path on the large corpus modules (issue: beat JAX).
+//!
+//! Measures, best and median of N runs, in one process:
+//! - clone path: `CanonicalModule::of` (clone, kernels, strip) + streamed key;
+//! - owned path: `CanonicalModule::from_owned` on a fresh parse + streamed key
+//!   (what the CLI and the plugin do; the parse is outside the timing);
+//! - digest only vs the full record with JAX's trace (the cost of `--explain`);
+//! - peak extra memory of keying (streamed) vs materialising the bytes first.
+//!
+//! Run: `cargo bench --bench key -- [--runs N] [--json] MODULE...`
+//! (bench/compare.sh runs it beside JAX's own key path).
+
+use mlir_cache_key::canon::{CanonicalModule, Options};
+use mlir_cache_key::key::{Computation, KeyInputs, compute};
+use mlir_cache_key::mlir::{new_context, parse_module};
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+fn read_module(path: &str) -> Vec<u8> {
+    let raw = std::fs::read(path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut text = Vec::new();
+        flate2::read::GzDecoder::new(raw.as_slice())
+            .read_to_end(&mut text)
+            .expect("gunzip");
+        text
+    } else {
+        raw
+    }
+}
+
+/// Peak resident memory since the last reset, in bytes (Linux).
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn current_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Returns freed heap to the OS, resets the peak-RSS counter (writing 5 to
+/// clear_refs), then measures the peak above the current RSS while `f` runs.
+fn peak_extra(f: impl FnOnce()) -> u64 {
+    // SAFETY: malloc_trim only releases free memory.
+    unsafe { libc::malloc_trim(0) };
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+    let base = current_rss();
+    f();
+    peak_rss().saturating_sub(base)
+}
+
+struct Stats {
+    best: Duration,
+    median: Duration,
+}
+
+fn measure(runs: usize, mut f: impl FnMut() -> Duration) -> Stats {
+    let mut times: Vec<Duration> = (0..runs).map(|_| f()).collect();
+    times.sort();
+    Stats {
+        best: times[0],
+        median: times[times.len() / 2],
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn main() {
+    let mut args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let mut runs = 5;
+    if let Some(i) = args.iter().position(|a| a == "--runs") {
+        runs = args
+            .get(i + 1)
+            .and_then(|n| n.parse().ok())
+            .expect("--runs N");
+        args.drain(i..i + 2);
+    }
+    let json = args.iter().any(|a| a == "--json");
+    args.retain(|a| a != "--json");
+    if args.is_empty() {
+        args.push(
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/data/corpus/large/large_deep_ops.generic.mlir"
+            )
+            .to_string(),
+        );
+    }
+    let options = Options::default();
+    let inputs = KeyInputs {
+        module_name: "bench".into(),
+        compression: "zstandard".into(),
+        ..KeyInputs::default()
+    };
+    let mut results = Vec::new();
+    for path in &args {
+        let source = read_module(path);
+        let context = new_context();
+        let module = parse_module(&context, &source, path).expect("parse");
+        let key = |canonical: &CanonicalModule| {
+            compute(
+                Computation::Module {
+                    module: canonical,
+                    record_text: false,
+                },
+                &inputs,
+            )
+            .expect("key")
+        };
+        let clone_path = measure(runs, || {
+            let start = Instant::now();
+            let canonical = CanonicalModule::of(&module, &options).expect("canonicalize");
+            key(&canonical);
+            start.elapsed()
+        });
+        let owned_path = measure(runs, || {
+            let fresh = parse_module(&context, &source, path).expect("parse");
+            let start = Instant::now();
+            let canonical = CanonicalModule::from_owned(fresh, &options).expect("canonicalize");
+            key(&canonical);
+            start.elapsed()
+        });
+        let canonical = CanonicalModule::of(&module, &options).expect("canonicalize");
+        let digest_only = measure(runs, || {
+            let start = Instant::now();
+            canonical.digest().expect("digest");
+            start.elapsed()
+        });
+        let with_trace = measure(runs, || {
+            let start = Instant::now();
+            key(&canonical);
+            start.elapsed()
+        });
+        let streamed_peak = peak_extra(|| {
+            key(&canonical);
+        });
+        let materialised_peak = peak_extra(|| {
+            let bytes = canonical.to_bytes().expect("bytes");
+            use sha2::Digest;
+            std::hint::black_box(sha2::Sha256::digest(&bytes));
+        });
+        let canonical_bytes = canonical.to_bytes().expect("bytes").len();
+        results.push(serde_json::json!({
+            "module": path,
+            "canonical_bytes": canonical_bytes,
+            "runs": runs,
+            "clone_path_ms": {"best": ms(clone_path.best), "median": ms(clone_path.median)},
+            "owned_path_ms": {"best": ms(owned_path.best), "median": ms(owned_path.median)},
+            "digest_only_ms": {"best": ms(digest_only.best), "median": ms(digest_only.median)},
+            "key_with_trace_ms": {"best": ms(with_trace.best), "median": ms(with_trace.median)},
+            "peak_extra_bytes": {"streamed_key": streamed_peak, "materialised_bytes": materialised_peak},
+        }));
+        if !json {
+            println!("{path} ({canonical_bytes} canonical bytes, best/median of {runs})");
+            for (name, s) in [
+                ("clone path (library)", &clone_path),
+                ("owned path (CLI, plugin)", &owned_path),
+                ("digest only (no trace)", &digest_only),
+                ("key with trace (--explain)", &with_trace),
+            ] {
+                println!(
+                    "  {name:<28} {:>9.2} ms {:>9.2} ms",
+                    ms(s.best),
+                    ms(s.median)
+                );
+            }
+            println!(
+                "  trace overhead              {:>8.1} % (best vs best)",
+                (ms(with_trace.best) / ms(digest_only.best) - 1.0) * 100.0
+            );
+            println!(
+                "  peak extra memory           {:>9} B streamed, {} B materialised",
+                streamed_peak, materialised_peak
+            );
+        }
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&results).expect("json"));
+    }
+}
