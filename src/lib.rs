@@ -6,6 +6,7 @@
 //! into a JAX-compatible key, and [`store`] keeps compiled artefacts under
 //! that key.
 
+pub mod bytecode;
 pub mod canon;
 pub mod cli;
 pub mod key;

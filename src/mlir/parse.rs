@@ -66,6 +66,9 @@ pub fn parse_module<'c>(
     }
     // The bytecode reader wants its buffer aligned like the resources inside
     // it; a fresh 64-byte-aligned copy satisfies every alignment MLIR emits.
+    if is_bytecode(source) {
+        refuse_misreadable_properties(context, source, name)?;
+    }
     let aligned;
     let source = if is_bytecode(source) {
         aligned = AlignedBytes::copy_of(source);
@@ -93,6 +96,50 @@ pub fn parse_module<'c>(
             diagnostics,
             hint,
         }
+    })
+}
+
+/// Refuses bytecode whose writer had an op registered that this context does
+/// not: its properties are in that dialect's own encoding, and MLIR would read
+/// them back wrongly without saying so (a misread module must never be keyed).
+fn refuse_misreadable_properties(
+    context: &Context,
+    source: &[u8],
+    name: &str,
+) -> Result<(), ParseError> {
+    // A malformed container is left to MLIR's reader, which reports it.
+    let Ok(ops) = crate::bytecode::op_names(source) else {
+        return Ok(());
+    };
+    let known = |op_name: &str| {
+        let dialect = op_name.split('.').next().unwrap_or_default();
+        // The reader loads registered dialects on demand; do the same first.
+        // SAFETY: live context; the name is copied by MLIR.
+        unsafe {
+            mlir_sys::mlirContextGetOrLoadDialect(context.to_raw(), string_ref(dialect.as_bytes()))
+        };
+        context.is_registered_operation(op_name)
+    };
+    let Some(op) = ops
+        .iter()
+        .find(|op| op.registered == Some(true) && !known(&op.name))
+    else {
+        return Ok(());
+    };
+    let dialect = op.name.split('.').next().unwrap_or_default();
+    Err(ParseError {
+        input: name.to_string(),
+        diagnostics: format!(
+            "{name}: bytecode written with '{}' registered: its properties are in the '{dialect}' \
+             dialect's own encoding, which MLIR 22 (without that dialect) would misread",
+            op.name
+        ),
+        hint: Some(
+            "pass the module as generic MLIR text, or as bytecode written without that dialect \
+             registered (e.g. mlir-opt --allow-unregistered-dialect --emit-bytecode on the generic \
+             text) or at bytecode version 4 or lower (--emit-bytecode-version=4)"
+                .to_string(),
+        ),
     })
 }
 

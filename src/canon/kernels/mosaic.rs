@@ -52,7 +52,7 @@ pub(super) fn strip(site: &Site<'_>) -> Result<KernelReport, CanonError> {
             .map_err(|e| site.error(&field, format!("invalid base64: {e}")))?;
         let info = payload::info(&bytes)
             .ok_or_else(|| site.error(&field, "not MLIR bytecode (no ML\\xEFR header)"))?;
-        let action = match payload::strip(site.op, &bytes) {
+        let action = match payload::strip(site.op, &bytes, &info) {
             Outcome::Stripped(stripped, method) => {
                 config.insert("body".to_string(), Value::String(STANDARD.encode(stripped)));
                 KernelAction::Stripped { method }

@@ -1,11 +1,14 @@
 //! Stripping one kernel payload (MLIR bytecode) under the lossless rule.
 //!
-//! This MLIR is used only when a byte-exact round trip (read, then write with
-//! the payload's own version and producer) reproduces the input: then it
-//! provably read every byte. Otherwise (unknown attribute codes, properties of
-//! dialects we lack) the payload is left as is and the reason is reported.
+//! First the dialect-free container rewriter ([`crate::bytecode`]), which
+//! needs no dialect and changes only debug info. When it cannot prove a
+//! rewrite lossless, this MLIR is tried, but only if a byte-exact round trip
+//! (read, then write with the payload's own version and producer) reproduces
+//! the input, proving it read every byte. Otherwise the payload is left as is
+//! and the reasons are reported: a possible miss, never a false hit.
 
-use super::StripMethod;
+use super::{PayloadInfo, StripMethod};
+use crate::bytecode::{self, StripOutput};
 use crate::mlir::ops::OpRef;
 use crate::mlir::{self, parse_module};
 use melior::ContextRef;
@@ -15,83 +18,72 @@ pub(super) enum Outcome {
     LeftAsIs(String),
 }
 
-/// Version and producer from a bytecode header, or `None` if `bytes` is not
-/// MLIR bytecode.
-pub(super) fn info(bytes: &[u8]) -> Option<super::PayloadInfo> {
-    let rest = bytes.strip_prefix(b"ML\xefR")?;
-    let (version, used) = read_varint(rest)?;
+const MAGIC: &[u8] = b"ML\xefR";
+
+/// Version and producer from a bytecode header, or `None` if `bytes` does not
+/// start like MLIR bytecode.
+pub(super) fn info(bytes: &[u8]) -> Option<PayloadInfo> {
+    let rest = bytes.strip_prefix(MAGIC)?;
+    let (version, used) = bytecode::varint::decode(rest)?;
     let rest = &rest[used..];
     let end = rest.iter().position(|&b| b == 0)?;
-    Some(super::PayloadInfo {
+    Some(PayloadInfo {
         version,
         producer: String::from_utf8_lossy(&rest[..end]).into_owned(),
         size: bytes.len(),
     })
 }
 
-/// MLIR's prefix varint: the first byte's trailing zeros count the extra bytes.
-fn read_varint(bytes: &[u8]) -> Option<(u64, usize)> {
-    let first = *bytes.first()?;
-    if first == 0 {
-        let word: [u8; 8] = bytes.get(1..9)?.try_into().ok()?;
-        return Some((u64::from_le_bytes(word), 9));
+pub(super) fn strip(anchor: OpRef<'_>, bytes: &[u8], info: &PayloadInfo) -> Outcome {
+    let container_reason = match bytecode::strip_locations(bytes) {
+        Ok(report) => match report.output {
+            StripOutput::Stripped(stripped) => {
+                return Outcome::Stripped(stripped, StripMethod::Container);
+            }
+            StripOutput::Unchanged { reason } => reason,
+        },
+        Err(e) => format!("malformed bytecode: {e}"),
+    };
+    match strip_with_mlir(anchor, bytes, info) {
+        Ok(stripped) => Outcome::Stripped(stripped, StripMethod::Mlir),
+        Err(mlir_reason) => Outcome::LeftAsIs(format!(
+            "container rewrite: {container_reason}; MLIR 22: {mlir_reason}"
+        )),
     }
-    let extra = first.trailing_zeros() as usize;
-    let mut word = [0u8; 8];
-    word[..=extra].copy_from_slice(bytes.get(..=extra)?);
-    Some((u64::from_le_bytes(word) >> (extra + 1), extra + 1))
 }
 
-pub(super) fn strip(anchor: OpRef<'_>, bytes: &[u8]) -> Outcome {
-    let Some(info) = info(bytes) else {
-        return Outcome::LeftAsIs("not MLIR bytecode".to_string());
-    };
-    strip_with_mlir(anchor, bytes, &info)
-}
-
-fn strip_with_mlir(anchor: OpRef<'_>, bytes: &[u8], info: &super::PayloadInfo) -> Outcome {
-    let left = |reason: String| Outcome::LeftAsIs(reason);
-    let Ok(version) = i64::try_from(info.version) else {
-        return left(format!("bytecode version {} is out of range", info.version));
-    };
+fn strip_with_mlir(anchor: OpRef<'_>, bytes: &[u8], info: &PayloadInfo) -> Result<Vec<u8>, String> {
+    let version = i64::try_from(info.version)
+        .map_err(|_| format!("version {} is out of range", info.version))?;
     // SAFETY: the anchor's context outlives this call.
     let context =
         unsafe { ContextRef::from_raw(mlir_sys::mlirOperationGetContext(anchor.to_raw())) };
     // SAFETY: as above.
     let context = unsafe { context.to_ref() };
-    let module = match parse_module(context, bytes, "kernel") {
-        Ok(module) => module,
-        Err(e) => {
-            let first = e.diagnostics.lines().next().unwrap_or("").trim();
-            return left(format!("MLIR 22 cannot read it ({first})"));
-        }
-    };
-    let write = |producer: &str| {
+    let module = parse_module(context, bytes, "kernel").map_err(|e| {
+        let first = e.diagnostics.lines().next().unwrap_or("").trim();
+        format!(
+            "cannot read it ({})",
+            first.trim_start_matches("kernel:0:0: error: ")
+        )
+    })?;
+    let write = || {
         let mut out = Vec::with_capacity(bytes.len());
         mlir::write_bytecode_with(
             module.as_operation().to_raw(),
             version,
-            producer,
+            &info.producer,
             &mut |chunk| out.extend_from_slice(chunk),
         )
         .map(|()| out)
+        .map_err(|e| format!("cannot write it back: {e}"))
     };
-    match write(&info.producer) {
-        Ok(round_trip) if round_trip == bytes => {}
-        Ok(_) => {
-            return left(
-                "MLIR 22 reads it, but not losslessly (writing it back changes its bytes)"
-                    .to_string(),
-            );
-        }
-        Err(e) => return left(format!("MLIR 22 cannot write it back: {e}")),
+    if write()? != bytes {
+        return Err("reads it, but not losslessly (writing it back changes its bytes)".into());
     }
     // SAFETY: the module is live and owned here.
     if unsafe { mlir::ffi::mckStripDebugInfo(module.as_operation().to_raw()) }.value == 0 {
-        return left("strip-debuginfo failed on the kernel".to_string());
+        return Err("strip-debuginfo failed on the kernel".into());
     }
-    match write(&info.producer) {
-        Ok(stripped) => Outcome::Stripped(stripped, StripMethod::Mlir),
-        Err(e) => left(format!("MLIR 22 cannot write it back: {e}")),
-    }
+    write()
 }

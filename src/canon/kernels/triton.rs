@@ -37,7 +37,7 @@ pub(super) fn strip(site: &Site<'_>) -> KernelReport {
     let Some(info) = payload::info(ir) else {
         return left("the \"ir\" entry is not MLIR bytecode");
     };
-    match payload::strip(site.op, ir) {
+    match payload::strip(site.op, ir, &info) {
         Outcome::Stripped(stripped, method) => {
             let replacement = site.op.string_attribute(&stripped);
             let rebuilt: Vec<_> = entries

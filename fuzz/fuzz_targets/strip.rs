@@ -1,0 +1,22 @@
+//! Fuzzes the bytecode container reader and the location stripper: no input
+//! may panic, hang or allocate without bound, and a stripped output must strip
+//! to itself.
+#![no_main]
+
+#[allow(dead_code)]
+#[path = "../../src/bytecode/mod.rs"]
+mod bytecode;
+
+use bytecode::{StripOutput, inspect, op_names, strip_locations};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = inspect(data);
+    let _ = op_names(data);
+    if let Ok(report) = strip_locations(data) {
+        if let StripOutput::Stripped(out) = report.output {
+            let again = strip_locations(&out).expect("stripped output must parse");
+            assert_eq!(again.output, StripOutput::Stripped(out), "stripping is not idempotent");
+        }
+    }
+});

@@ -1,0 +1,270 @@
+//! A dialect-free walk of the IR section. The stripper never rewrites it; it
+//! walks it to learn which attribute indices are used as operation and
+//! block-argument locations (the only places `strip-debuginfo` changes) and
+//! which attributes, types and property blobs the operations use for anything
+//! else. Operation layout: name, mask byte, location, then what the mask says
+//! (attribute dictionary, properties, results, operands, successors, use-list
+//! orders, regions); isolated regions are nested IR sections from version 2.
+
+use super::dialects::OpName;
+use super::encoding::{MAX_REGION_NESTING, VersionRules, op_mask, section};
+use super::error::{BytecodeError, Result};
+use super::reader::Reader;
+use super::sections::read_section;
+
+/// Where a location index was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocOwner {
+    /// The location of an operation.
+    Op,
+    /// The location of an argument of a block in the operation's regions.
+    BlockArg,
+}
+
+/// A location slot: an attribute index used as a location.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocUse {
+    /// The attribute index.
+    pub attr: usize,
+    /// Absolute offset of the index.
+    pub offset: usize,
+    /// What it is the location of.
+    pub owner: LocOwner,
+    /// Pre-order number of the operation (from 0).
+    pub op: usize,
+    /// Its operation name index.
+    pub op_name: usize,
+}
+
+/// What the IR section references.
+#[derive(Debug, Clone, Default)]
+pub struct IrRefs {
+    /// Operation and block-argument locations.
+    pub loc_uses: Vec<LocUse>,
+    /// Attributes used as values (dictionaries, unregistered-op properties),
+    /// with their absolute offsets.
+    pub attr_refs: Vec<(usize, usize)>,
+    /// Types used (results, block arguments), with their absolute offsets.
+    pub type_refs: Vec<(usize, usize)>,
+    /// Property blobs used, with their absolute offsets.
+    pub props_refs: Vec<(usize, usize)>,
+    /// Number of operations.
+    pub ops: usize,
+    /// Largest alignment of a nested IR section (1 when none is aligned).
+    pub nested_alignment: u64,
+}
+
+/// Tables the walk checks indices against.
+#[derive(Debug, Clone, Copy)]
+pub struct IrContext<'a> {
+    /// Format rules of the payload's version.
+    pub rules: &'a VersionRules,
+    /// Operation names from the dialect section.
+    pub op_names: &'a [OpName],
+    /// Number of attributes.
+    pub num_attrs: usize,
+    /// Number of types.
+    pub num_types: usize,
+    /// Number of property blobs.
+    pub num_props: usize,
+}
+
+/// Walks the IR section `data` at absolute offset `base`.
+pub fn walk(data: &[u8], base: usize, ctx: IrContext<'_>) -> Result<IrRefs> {
+    let mut walker = Walker {
+        ctx,
+        out: IrRefs {
+            nested_alignment: 1,
+            ..Default::default()
+        },
+    };
+    let mut reader = Reader::new(data, base);
+    // The top level is a block without a region header or arguments' owner.
+    walker.block(&mut reader, 0, (0, 0))?;
+    Ok(walker.out)
+}
+
+struct Walker<'a> {
+    ctx: IrContext<'a>,
+    out: IrRefs,
+}
+
+impl Walker<'_> {
+    fn block(&mut self, r: &mut Reader<'_>, depth: usize, parent: (usize, usize)) -> Result<()> {
+        let (num_ops, has_args) = r.varint_with_flag("block header")?;
+        if has_args {
+            self.block_args(r, parent)?;
+        }
+        for _ in 0..num_ops {
+            self.op(r, depth)?;
+        }
+        Ok(())
+    }
+
+    fn block_args(&mut self, r: &mut Reader<'_>, (op, op_name): (usize, usize)) -> Result<()> {
+        let num_args = r.count("block argument", 1)?;
+        for _ in 0..num_args {
+            let offset = r.offset();
+            let (ty, has_loc) = if self.ctx.rules.elide_unknown_block_arg_locs {
+                r.varint_with_flag("block argument type")?
+            } else {
+                (r.varint("block argument type")?, true)
+            };
+            let ty = super::reader::check_index("type", ty, self.ctx.num_types, offset)?;
+            self.out.type_refs.push((ty, offset));
+            if has_loc {
+                let offset = r.offset();
+                let attr = r.index("attribute", self.ctx.num_attrs)?;
+                self.out.loc_uses.push(LocUse {
+                    attr,
+                    offset,
+                    owner: LocOwner::BlockArg,
+                    op,
+                    op_name,
+                });
+            }
+        }
+        if self.ctx.rules.use_list_orders && r.byte("block use-list flag")? != 0 {
+            self.use_lists(r, num_args, true)?;
+        }
+        Ok(())
+    }
+
+    fn use_lists(&mut self, r: &mut Reader<'_>, range: u64, need_one: bool) -> Result<()> {
+        let offset = r.offset();
+        let n = if range > 1 {
+            r.varint("use-list count")?
+        } else {
+            1
+        };
+        if need_one && n == 0 {
+            return Err(BytecodeError::Malformed {
+                offset,
+                message: "block argument use-list orders announced but none given".into(),
+            });
+        }
+        for _ in 0..n {
+            if range > 1 {
+                r.varint("use-list value index")?;
+            }
+            let (len, _) = r.varint_with_flag("use-list length")?;
+            for _ in 0..len {
+                r.varint("use-list index")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn op(&mut self, r: &mut Reader<'_>, depth: usize) -> Result<()> {
+        let op_index = self.out.ops;
+        self.out.ops += 1;
+        let name = r.index("operation name", self.ctx.op_names.len())?;
+        let mask = r.byte("operation mask")?;
+        let offset = r.offset();
+        let attr = r.index("attribute", self.ctx.num_attrs)?;
+        self.out.loc_uses.push(LocUse {
+            attr,
+            offset,
+            owner: LocOwner::Op,
+            op: op_index,
+            op_name: name,
+        });
+        if mask & op_mask::HAS_ATTRS != 0 {
+            let offset = r.offset();
+            let dict = r.index("attribute", self.ctx.num_attrs)?;
+            self.out.attr_refs.push((dict, offset));
+        }
+        if mask & op_mask::HAS_PROPERTIES != 0 {
+            let offset = r.offset();
+            match self.ctx.op_names.get(name).and_then(|n| n.registered) {
+                Some(true) => {
+                    let p = r.index("properties", self.ctx.num_props)?;
+                    self.out.props_refs.push((p, offset));
+                }
+                Some(false) => {
+                    let a = r.index("attribute", self.ctx.num_attrs)?;
+                    self.out.attr_refs.push((a, offset));
+                }
+                None => {
+                    return Err(BytecodeError::Malformed {
+                        offset,
+                        message: format!(
+                            "operation has properties in bytecode version {}, which predates them",
+                            self.ctx.rules.version
+                        ),
+                    });
+                }
+            }
+        }
+        let mut num_results = 0;
+        if mask & op_mask::HAS_RESULTS != 0 {
+            num_results = r.count("result", 1)?;
+            for _ in 0..num_results {
+                let offset = r.offset();
+                let ty = r.index("type", self.ctx.num_types)?;
+                self.out.type_refs.push((ty, offset));
+            }
+        }
+        if mask & op_mask::HAS_OPERANDS != 0 {
+            for _ in 0..r.count("operand", 1)? {
+                r.varint("operand")?;
+            }
+        }
+        if mask & op_mask::HAS_SUCCESSORS != 0 {
+            for _ in 0..r.count("successor", 1)? {
+                r.varint("successor")?;
+            }
+        }
+        if self.ctx.rules.use_list_orders && mask & op_mask::HAS_USE_LIST_ORDERS != 0 {
+            self.use_lists(r, num_results, false)?;
+        }
+        if mask & op_mask::HAS_INLINE_REGIONS != 0 {
+            let (num_regions, isolated) = r.varint_with_flag("region count")?;
+            if num_regions == 0 {
+                return Ok(());
+            }
+            if depth >= MAX_REGION_NESTING {
+                return Err(BytecodeError::TooDeep {
+                    limit: MAX_REGION_NESTING,
+                    offset: r.offset(),
+                });
+            }
+            if isolated && self.ctx.rules.isolated_regions_in_sections {
+                let raw = read_section(r)?;
+                if raw.id != section::IR {
+                    return Err(BytecodeError::Malformed {
+                        offset: raw.header_offset,
+                        message: format!(
+                            "expected an ir section for regions, found section id {}",
+                            raw.id
+                        ),
+                    });
+                }
+                if let Some(a) = raw.alignment {
+                    self.out.nested_alignment = self.out.nested_alignment.max(a);
+                }
+                let mut sub = Reader::new(raw.data, raw.offset);
+                for _ in 0..num_regions {
+                    self.region(&mut sub, depth + 1, (op_index, name))?;
+                }
+            } else {
+                for _ in 0..num_regions {
+                    self.region(r, depth + 1, (op_index, name))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn region(&mut self, r: &mut Reader<'_>, depth: usize, parent: (usize, usize)) -> Result<()> {
+        let num_blocks = r.varint("region block count")?;
+        if num_blocks == 0 {
+            return Ok(());
+        }
+        r.varint("region value count")?;
+        for _ in 0..num_blocks {
+            self.block(r, depth, parent)?;
+        }
+        Ok(())
+    }
+}
