@@ -2,14 +2,17 @@
 //! library. Errors print once, prefixed with the program name; exit codes are
 //! documented in README.md and [`error::Failure`].
 
+mod cache;
 mod canon;
 mod error;
+mod exec;
 mod input;
 mod kernels;
 mod key;
 mod key_args;
 mod logging;
 mod output;
+mod settings;
 mod why;
 
 use clap::{Parser, Subcommand};
@@ -30,6 +33,9 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "LEVEL")]
     log_level: Option<logging::Level>,
 
+    #[command(flatten)]
+    cache: settings::CacheOptions,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -44,6 +50,12 @@ enum Command {
     Key(key::Args),
     /// Explain why two keys differ: the ingredient that moved, and how.
     Why(why::Args),
+    /// Run a compiler through the cache (like ccache): reuse its output for
+    /// the same module, compiler binary, arguments and environment.
+    Exec(exec::Args),
+    /// Inspect and manage the persistent cache.
+    #[command(subcommand)]
+    Cache(cache::Command),
 }
 
 /// Parses the process arguments and runs the command.
@@ -60,7 +72,14 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    logging::init(cli.log_level);
+    // The command line wins; else --log_level of MLIR_CACHE_KEY_FLAGS (a bad
+    // variable is reported when the cache is opened).
+    let level = cli.log_level.or_else(|| {
+        let settings = cli.cache.settings().ok()?;
+        std::env::var_os(crate::store::FLAGS_VAR)?;
+        Some(logging::Level::from(settings.log_level))
+    });
+    logging::init(level);
     match run(cli) {
         Ok(code) => code,
         Err(e) => e.report(),
@@ -73,5 +92,7 @@ fn run(cli: Cli) -> Result<ExitCode, error::CliError> {
         Command::Kernels(args) => kernels::run(args),
         Command::Key(args) => key::run(args),
         Command::Why(args) => why::run(args),
+        Command::Exec(args) => exec::run(args, &cli.cache),
+        Command::Cache(command) => cache::run(command, &cli.cache),
     }
 }

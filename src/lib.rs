@@ -12,5 +12,6 @@ pub mod cli;
 pub mod key;
 pub mod mlir;
 mod plugin;
+pub mod store;
 
 pub use canon::{CanonError, CanonicalModule, KernelMode, Options, canonicalize, module_name};

@@ -121,7 +121,7 @@ pub fn check_alignment(alignment: u64, offset: usize) -> Result<()> {
 
 /// Consumes `0xCB` bytes until the absolute offset is a multiple of `alignment`.
 pub fn skip_padding(reader: &mut Reader<'_>, alignment: u64) -> Result<()> {
-    while reader.offset() as u64 % alignment != 0 {
+    while !(reader.offset() as u64).is_multiple_of(alignment) {
         let offset = reader.offset();
         let b = reader.byte("alignment padding")?;
         if b != encoding::ALIGNMENT_BYTE {
@@ -203,10 +203,10 @@ pub fn emit(header: &[u8], sections: &[OutSection]) -> Vec<u8> {
         let id_pos = out.len();
         out.push(s.id);
         varint::encode(s.data.len() as u64, &mut out);
-        if s.alignment > 1 && out.len() as u64 % s.alignment != 0 {
+        if s.alignment > 1 && !(out.len() as u64).is_multiple_of(s.alignment) {
             out[id_pos] |= encoding::SECTION_ALIGNED_FLAG;
             varint::encode(s.alignment, &mut out);
-            while out.len() as u64 % s.alignment != 0 {
+            while !(out.len() as u64).is_multiple_of(s.alignment) {
                 out.push(encoding::ALIGNMENT_BYTE);
             }
         }

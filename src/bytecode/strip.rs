@@ -145,7 +145,7 @@ pub fn run(parsed: &Parsed<'_>, use_invariant: bool) -> Result<Pass> {
             section::RESOURCE => parsed.resources.alignment,
             _ => 1,
         };
-        if inner > 1 && s.offset as u64 % inner != 0 {
+        if inner > 1 && !(s.offset as u64).is_multiple_of(inner) {
             return Ok(Pass::Unchanged(format!(
                 "the {} section holds data aligned to {inner} bytes but starts at offset {:#x}, so moving it cannot be proven lossless",
                 s.name, s.offset
@@ -236,12 +236,12 @@ fn check_file_names(parsed: &Parsed<'_>, live: &Liveness) -> Option<String> {
             let mut suspects = vec![Ent::Attr(t)];
             suspects.extend(parsed.attr(t).refs().iter().map(|r| ent(r.target)));
             for e in suspects {
-                if let Some(Why::Possible(place)) = live.live.get(&e) {
-                    if !live.known_live.contains(&e) {
-                        return Some(format!(
-                            "{e}, the file name of location attribute #{l}, may be referenced by {place}"
-                        ));
-                    }
+                if let Some(Why::Possible(place)) = live.live.get(&e)
+                    && !live.known_live.contains(&e)
+                {
+                    return Some(format!(
+                        "{e}, the file name of location attribute #{l}, may be referenced by {place}"
+                    ));
                 }
             }
         }

@@ -11,6 +11,8 @@ pub enum Failure {
     Usage = 2,
     /// An input could not be read or parsed (MLIR, JSON, protobuf, kernel).
     Input = 3,
+    /// The cache could not be opened or used (permissions, symlink, disk).
+    Cache = 4,
 }
 
 impl Failure {
@@ -33,6 +35,13 @@ impl CliError {
         }
     }
 
+    pub fn usage(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            kind: Failure::Usage,
+            error: error.into(),
+        }
+    }
+
     pub fn other(error: impl Into<anyhow::Error>) -> Self {
         Self {
             kind: Failure::Other,
@@ -48,6 +57,15 @@ impl CliError {
         }
         eprintln!("mlir-cache-key: error: {message}");
         ExitCode::from(self.kind.code())
+    }
+}
+
+impl From<crate::store::StoreError> for CliError {
+    fn from(e: crate::store::StoreError) -> Self {
+        Self {
+            kind: Failure::Cache,
+            error: e.into(),
+        }
     }
 }
 

@@ -15,6 +15,16 @@ pub enum Level {
     Debug,
 }
 
+impl From<crate::store::LogLevel> for Level {
+    fn from(level: crate::store::LogLevel) -> Self {
+        match level {
+            crate::store::LogLevel::Error => Level::Error,
+            crate::store::LogLevel::Warning => Level::Warning,
+            crate::store::LogLevel::Info => Level::Info,
+        }
+    }
+}
+
 impl Level {
     fn tracing(self) -> TracingLevel {
         match self {

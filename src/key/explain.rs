@@ -185,10 +185,9 @@ fn computation(bytes_a: u64, a: Option<&str>, bytes_b: u64, b: Option<&str>) -> 
     if let (Some(old), Some(new)) = (
         old_lines.get(start),
         new_lines.get(changed.new_range().start),
-    ) {
-        if changed.tag() == similar::DiffTag::Replace {
-            out.push(pinpoint(old, new));
-        }
+    ) && changed.tag() == similar::DiffTag::Replace
+    {
+        out.push(pinpoint(old, new));
     }
     let line = |sign: &str, text: &str| format!("{sign} {}", shorten(text.trim_end(), 240));
     for text in &old_lines[start.saturating_sub(CONTEXT_LINES)..start] {

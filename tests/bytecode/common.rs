@@ -159,10 +159,10 @@ impl Builder {
         let id_pos = out.len();
         out.push(id);
         out.extend(v(data.len() as u64));
-        if align > 1 && out.len() as u64 % align != 0 {
+        if align > 1 && !(out.len() as u64).is_multiple_of(align) {
             out[id_pos] |= 0x80;
             out.extend(v(align));
-            while out.len() as u64 % align != 0 {
+            while !(out.len() as u64).is_multiple_of(align) {
                 out.push(0xcb);
             }
         }

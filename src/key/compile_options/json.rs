@@ -105,10 +105,10 @@ fn canonicalise(value: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(canonicalise),
         Value::Number(n) => {
             let text = n.to_string();
-            if text.contains(['.', 'e', 'E']) {
-                if let Some(f) = n.as_f64().and_then(serde_json::Number::from_f64) {
-                    *n = f;
-                }
+            if text.contains(['.', 'e', 'E'])
+                && let Some(f) = n.as_f64().and_then(serde_json::Number::from_f64)
+            {
+                *n = f;
             }
         }
         _ => {}

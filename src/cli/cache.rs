@@ -1,0 +1,254 @@
+//! `mlir-cache-key cache …`: inspect and manage the persistent cache.
+
+use super::error::CliError;
+use super::output;
+use super::settings::CacheOptions;
+use crate::store::{CacheKey, Clear, EntryState, EntrySummary, ListFilter, Lookup, SortBy, Store};
+use anyhow::{Context as _, anyhow};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Entries, bytes, hits, misses, failures, evictions.
+    Stats {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List entries, most recently used first.
+    List {
+        /// Only modules whose name matches this glob (`jit_*`).
+        pattern: Option<String>,
+        #[arg(long, value_enum)]
+        state: Option<StateArg>,
+        /// Order: last-use (default), lru (eviction order) or name.
+        #[arg(long, value_enum, default_value = "last-use")]
+        sort: SortArg,
+        #[arg(long)]
+        limit: Option<usize>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove entries: all of them, or those whose module name matches PATTERN.
+    Clear {
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        pattern: Option<String>,
+        #[arg(long)]
+        all: bool,
+        #[arg(long, value_enum)]
+        state: Option<StateArg>,
+    },
+    /// Re-check every entry's checksums (damaged ones are quarantined) and
+    /// repair the index from the directory.
+    Verify,
+    /// Apply the size cap and time-to-live now; sweep stale temporary files.
+    Gc,
+    /// Store FILE under KEY (`<name>-<64 hex>`), e.g. from `key`.
+    Put {
+        key: String,
+        file: PathBuf,
+        /// A `key --json` report to keep as the entry's ingredients.
+        #[arg(long, value_name = "REPORT")]
+        record: Option<PathBuf>,
+    },
+    /// Write the artefact stored under KEY to OUT (or stdout).
+    Get {
+        key: String,
+        #[arg(short, long, value_name = "OUT")]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum StateArg {
+    Ok,
+    Failed,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum SortArg {
+    LastUse,
+    Lru,
+    Name,
+}
+
+fn state(arg: Option<StateArg>) -> Option<EntryState> {
+    arg.map(|s| match s {
+        StateArg::Ok => EntryState::Ok,
+        StateArg::Failed => EntryState::Failed,
+    })
+}
+
+fn open(cache: &CacheOptions) -> Result<Store, CliError> {
+    Ok(Store::open(&cache.settings()?)?)
+}
+
+pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError> {
+    let store = open(cache)?;
+    let text = match command {
+        Command::Stats { json } => {
+            let stats = store.stats()?;
+            if json {
+                json_text(&stats)?
+            } else {
+                let mut out = String::new();
+                let _ = writeln!(out, "cache directory     {}", stats.cache_dir.display());
+                let _ = writeln!(
+                    out,
+                    "entries             {} ({} failed)",
+                    stats.entries, stats.failed_entries
+                );
+                let _ = writeln!(
+                    out,
+                    "size                {} of {} bytes",
+                    stats.bytes, stats.max_size
+                );
+                let _ = writeln!(out, "time to live        {} days", stats.ttl_days);
+                let _ = writeln!(out, "hits / misses       {} / {}", stats.hits, stats.misses);
+                let _ = writeln!(out, "failures replayed   {}", stats.failures_replayed);
+                let _ = writeln!(out, "evictions           {}", stats.evictions);
+                let _ = writeln!(
+                    out,
+                    "corrupt entries     {} ({} files in quarantine)",
+                    stats.corrupt, stats.quarantined_files
+                );
+                out
+            }
+        }
+        Command::List {
+            pattern,
+            state: s,
+            sort,
+            limit,
+            json,
+        } => {
+            let filter = ListFilter {
+                name_glob: pattern,
+                state: state(s),
+                sort: match sort {
+                    SortArg::LastUse => SortBy::LastUsed,
+                    SortArg::Lru => SortBy::LeastRecentlyUsed,
+                    SortArg::Name => SortBy::Name,
+                },
+                limit,
+            };
+            let entries = store.list(&filter)?;
+            if json {
+                json_text(&entries)?
+            } else {
+                table(&entries)
+            }
+        }
+        Command::Clear {
+            pattern,
+            all,
+            state: s,
+        } => {
+            let wanted = state(s);
+            let report = if all && wanted.is_none() {
+                store.clear(Clear::All)?
+            } else {
+                let glob = pattern
+                    .map(|p| glob::Pattern::new(&p))
+                    .transpose()
+                    .map_err(CliError::usage)?;
+                let keep = |e: &EntrySummary| {
+                    glob.as_ref().is_none_or(|g| g.matches(&e.name))
+                        && wanted.is_none_or(|w| w == e.state)
+                };
+                store.clear(Clear::Matching(&keep))?
+            };
+            format!(
+                "removed {} entries ({} bytes)\n",
+                report.removed, report.freed_bytes
+            )
+        }
+        Command::Verify => {
+            let progress = indicatif::ProgressBar::new(0);
+            progress.set_style(
+                indicatif::ProgressStyle::with_template("verifying {bar:40} {pos}/{len} entries")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            let report = store.verify(|done, total| {
+                progress.set_length(total);
+                progress.set_position(done);
+            })?;
+            progress.finish_and_clear();
+            json_text(&report)?
+        }
+        Command::Gc => json_text(&store.gc()?)?,
+        Command::Put { key, file, record } => {
+            let key = CacheKey::parse(&key)?;
+            let bytes = std::fs::read(&file)
+                .with_context(|| format!("cannot read {}", file.display()))
+                .map_err(CliError::input)?;
+            let ingredients = match record {
+                Some(path) => serde_json::from_slice(
+                    &std::fs::read(&path)
+                        .with_context(|| format!("cannot read {}", path.display()))
+                        .map_err(CliError::input)?,
+                )
+                .with_context(|| format!("{} is not JSON", path.display()))
+                .map_err(CliError::input)?,
+                None => serde_json::Value::Null,
+            };
+            store.put(&key, &bytes, &ingredients)?;
+            format!("stored {key}\n")
+        }
+        Command::Get { key, output: out } => {
+            let key = CacheKey::parse(&key)?;
+            match store.get(&key)? {
+                Lookup::Hit(artefact) => {
+                    output::write(out.as_deref(), &artefact.bytes)?;
+                    return Ok(ExitCode::SUCCESS);
+                }
+                Lookup::Failed(f) => {
+                    return Err(CliError::other(anyhow!(
+                        "{key} is a remembered failed compilation (exit status {:?}):\n{}",
+                        f.failure.exit_status,
+                        f.failure.stderr
+                    )));
+                }
+                Lookup::Miss => return Err(CliError::other(anyhow!("{key} is not in the cache"))),
+            }
+        }
+    };
+    output::stdout(text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn json_text<T: serde::Serialize>(value: &T) -> Result<String, CliError> {
+    let mut text = serde_json::to_string_pretty(value).map_err(CliError::other)?;
+    text.push('\n');
+    Ok(text)
+}
+
+fn table(entries: &[EntrySummary]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<7} {:>12}  {:<20}  key",
+        "state", "bytes", "last used"
+    );
+    for e in entries {
+        let _ = writeln!(
+            out,
+            "{:<7} {:>12}  {:<20}  {}",
+            match e.state {
+                EntryState::Ok => "ok",
+                EntryState::Failed => "failed",
+            },
+            e.artefact_size,
+            utc(e.last_used_ms),
+            e.key
+        );
+    }
+    out
+}
+
+/// Milliseconds since the epoch as an RFC 3339 UTC time.
+fn utc(ms: i64) -> String {
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_seconds(time).to_string()
+}

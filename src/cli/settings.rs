@@ -1,0 +1,41 @@
+//! Cache settings: `MLIR_CACHE_KEY_FLAGS`, then these command-line options.
+
+use super::error::CliError;
+use crate::store::{Settings, SettingsOverrides, parse_size, parse_ttl_days};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Cache options, accepted by every command (they override the variable).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CacheOptions {
+    /// Cache directory [default: /var/tmp/mlir-cache-key].
+    #[arg(long, alias = "cache_dir", global = true, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Do not look up or store anything.
+    #[arg(long, alias = "no_cache", global = true)]
+    pub no_cache: bool,
+    /// Size cap, e.g. 100G, 512Mi [default: 100G].
+    #[arg(long, alias = "cache_size", global = true, value_name = "BYTES", value_parser = parse_size)]
+    pub cache_size: Option<u64>,
+    /// Entries used within this many days are never evicted [default: 30].
+    #[arg(long, alias = "cache_ttl", global = true, value_name = "DAYS", value_parser = parse_ttl_days)]
+    pub cache_ttl: Option<Duration>,
+    /// Compile again instead of replaying a remembered failure.
+    #[arg(long, alias = "retry_failed_compilation", global = true)]
+    pub retry_failed_compilation: bool,
+}
+
+impl CacheOptions {
+    /// Defaults, then the environment variable, then these options.
+    pub fn settings(&self) -> Result<Settings, CliError> {
+        let overrides = SettingsOverrides {
+            cache_dir: self.cache_dir.clone(),
+            enabled: self.no_cache.then_some(false),
+            max_size: self.cache_size,
+            ttl: self.cache_ttl,
+            retry_failed_compilation: self.retry_failed_compilation.then_some(true),
+            ..SettingsOverrides::default()
+        };
+        Settings::from_env_and(&overrides).map_err(CliError::usage)
+    }
+}

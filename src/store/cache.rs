@@ -1,0 +1,451 @@
+//! The on-disk store: opening, lookups and writes. Management (stats, list, clear, verify, gc)
+//! lives in `manage.rs`, eviction in `evict.rs`, index repair in `rebuild.rs`, verified reads in
+//! `read.rs`, export/import in `transfer.rs`.
+//!
+//! Rules that hold everywhere here:
+//! - the directory is the truth, the index a cache of it: a lookup reads the entry file and
+//!   never believes the index alone; index failures on the lookup path are logged, not fatal;
+//! - every read verifies the entry (`entry.rs`); a damaged file is quarantined and read as a miss;
+//! - every write is a temp file + rename (`atomic.rs`).
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tracing::{debug, info, warn};
+
+use super::atomic;
+use super::clock::{Clock, SystemClock, UnixMillis, ms_to_system_time};
+use super::entry::{self, EntryMeta, EntryState, Failure};
+use super::error::{Result, StoreError};
+use super::fsutil;
+use super::index::{Counter, Index, Row, is_corruption, retry_busy};
+use super::key::CacheKey;
+use super::layout::Layout;
+use super::lock::{self, CompileLock};
+use super::read::{EntryRead, ValidEntry};
+use super::settings::Settings;
+
+/// A cached artefact, verified.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Artefact {
+    pub key: CacheKey,
+    pub bytes: Vec<u8>,
+    /// The key's readable ingredients as stored by the writer.
+    pub ingredients: Value,
+    pub created_ms: UnixMillis,
+    pub path: PathBuf,
+}
+
+/// A remembered failed compilation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CachedFailure {
+    pub key: CacheKey,
+    pub failure: Failure,
+    pub ingredients: Value,
+    pub created_ms: UnixMillis,
+    pub path: PathBuf,
+}
+
+/// The answer to a lookup.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Lookup {
+    Hit(Artefact),
+    Failed(CachedFailure),
+    Miss,
+}
+
+/// What a write did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PutOutcome {
+    /// Published at `path`; `size` is the entry file's length.
+    Stored { path: PathBuf, size: u64 },
+    /// `put_failure` found a valid artefact under the key and kept it.
+    KeptExisting { path: PathBuf },
+}
+
+/// A persistent cache directory.
+pub struct Store {
+    pub(super) settings: Settings,
+    pub(super) layout: Layout,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) index: Mutex<Index>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("dir", &self.layout.root())
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the cache described by `settings`, with the system clock.
+    /// Opens even when `settings.enabled` is false; see [`Store::open_configured`].
+    pub fn open(settings: &Settings) -> Result<Store> {
+        Store::open_with_clock(settings, Arc::new(SystemClock))
+    }
+
+    /// `None` when the settings disable the cache (`--no_cache`), else [`Store::open`].
+    pub fn open_configured(settings: &Settings) -> Result<Option<Store>> {
+        if !settings.enabled {
+            return Ok(None);
+        }
+        Store::open(settings).map(Some)
+    }
+
+    /// Opens with an injected clock (tests move time instead of sleeping).
+    pub fn open_with_clock(settings: &Settings, clock: Arc<dyn Clock>) -> Result<Store> {
+        let layout = Layout::new(&settings.cache_dir);
+        layout.ensure(settings.dir_mode)?;
+        let index = super::rebuild::open_index(&layout, settings, clock.as_ref(), false)?;
+        Ok(Store {
+            settings: settings.clone(),
+            layout,
+            clock,
+            index: Mutex::new(index),
+        })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub(super) fn now(&self) -> UnixMillis {
+        self.clock.now_ms()
+    }
+
+    pub(super) fn file_mode(&self) -> u32 {
+        self.settings.dir_mode & 0o666
+    }
+
+    /// Looks `key` up. Verifies the entry; a damaged one is quarantined and reads as a miss.
+    pub fn get(&self, key: &CacheKey) -> Result<Lookup> {
+        self.lookup(key, true)
+    }
+
+    /// Looks `key` up again after taking its compile lock: another process may have stored it
+    /// meanwhile. An absent entry is not counted (or logged) as a second miss.
+    pub fn recheck(&self, key: &CacheKey) -> Result<Lookup> {
+        self.lookup(key, false)
+    }
+
+    fn lookup(&self, key: &CacheKey, first_look: bool) -> Result<Lookup> {
+        let digest = key.digest();
+        let path = self.layout.entry_path(digest);
+        let (file, size, meta, mut bytes, payload_start) = match self.read_entry(&path, digest)? {
+            EntryRead::Absent => {
+                if first_look {
+                    info!("No candidate found under {}", path.display());
+                    self.index_best_effort("record a miss", |ix| {
+                        ix.record_miss(digest.as_str(), true, false)
+                    });
+                }
+                return Ok(Lookup::Miss);
+            }
+            EntryRead::Corrupt => {
+                self.index_best_effort("record a corrupt entry", |ix| {
+                    ix.record_miss(digest.as_str(), true, true)
+                });
+                return Ok(Lookup::Miss);
+            }
+            EntryRead::Unsupported(v) => {
+                info!(
+                    "Ignoring the entry at {}: its format version {v} is newer than this tool's",
+                    path.display()
+                );
+                self.index_best_effort("record a miss", |ix| {
+                    ix.record_miss(digest.as_str(), false, false)
+                });
+                return Ok(Lookup::Miss);
+            }
+            EntryRead::Valid(v) => {
+                let ValidEntry {
+                    file,
+                    size,
+                    meta,
+                    bytes,
+                    payload_start,
+                } = *v;
+                (file, size, meta, bytes, payload_start)
+            }
+        };
+        if meta.key != key.to_string() {
+            info!(
+                "No candidate found under {}: it holds {}, not {key}",
+                path.display(),
+                meta.key
+            );
+            self.index_best_effort("record a miss", |ix| {
+                ix.record_miss(digest.as_str(), false, false)
+            });
+            return Ok(Lookup::Miss);
+        }
+        let created_ms = meta.created_ms;
+        match (meta.state, meta.failure.clone()) {
+            (EntryState::Failed, Some(failure)) => {
+                if self.settings.retry_failed_compilation {
+                    info!(
+                        "Ignoring the cached failed compilation at {} (retry_failed_compilation)",
+                        path.display()
+                    );
+                    self.index_best_effort("record a miss", |ix| {
+                        ix.record_miss(digest.as_str(), false, false)
+                    });
+                    return Ok(Lookup::Miss);
+                }
+                info!("Got a cached failed compilation at {}", path.display());
+                self.touch(&file, &path, size, &meta, Counter::FailuresReplayed);
+                Ok(Lookup::Failed(CachedFailure {
+                    key: key.clone(),
+                    failure,
+                    ingredients: meta.ingredients,
+                    created_ms,
+                    path,
+                }))
+            }
+            _ => {
+                info!("Using a cached artefact at {}", path.display());
+                self.touch(&file, &path, size, &meta, Counter::Hits);
+                bytes.drain(..payload_start);
+                Ok(Lookup::Hit(Artefact {
+                    key: key.clone(),
+                    bytes,
+                    ingredients: meta.ingredients,
+                    created_ms,
+                    path,
+                }))
+            }
+        }
+    }
+
+    /// Stores an artefact under `key` (replacing what was there) with the key's readable
+    /// ingredients; then evicts if the cache is above its cap.
+    pub fn put(&self, key: &CacheKey, artefact: &[u8], ingredients: &Value) -> Result<PutOutcome> {
+        self.write_entry(key, EntryState::Ok, None, artefact, ingredients)
+    }
+
+    /// Remembers a failed compilation under `key`. A valid artefact already stored under the key
+    /// is kept (a failure from a racing, e.g. out-of-memory, compile must not replace a success).
+    pub fn put_failure(
+        &self,
+        key: &CacheKey,
+        failure: &Failure,
+        ingredients: &Value,
+    ) -> Result<PutOutcome> {
+        if let Some(meta) = self.read_metadata(key.digest())?
+            && meta.state == EntryState::Ok
+            && meta.key == key.to_string()
+        {
+            let path = self.layout.entry_path(key.digest());
+            info!(
+                "Keeping the cached artefact at {}; not replacing it with a failure",
+                path.display()
+            );
+            return Ok(PutOutcome::KeptExisting { path });
+        }
+        self.write_entry(
+            key,
+            EntryState::Failed,
+            Some(bounded_failure(failure)),
+            &[],
+            ingredients,
+        )
+    }
+
+    /// Removes the entry under `key`; true if a file was removed.
+    pub fn remove(&self, key: &CacheKey) -> Result<bool> {
+        let path = self.layout.entry_path(key.digest());
+        let removed = remove_file_if_exists(&path)?;
+        self.with_index("remove an entry", |ix| ix.remove(key.digest().as_str()))?;
+        Ok(removed)
+    }
+
+    /// Total bytes of the entries, from the index (O(1)).
+    pub fn size(&self) -> Result<u64> {
+        Ok(self.with_index("read totals", |ix| ix.totals())?.1)
+    }
+
+    /// Takes the compile lock for `key`, waiting up to `timeout`. On `Acquired`, look the key
+    /// up again before compiling: another process may have stored it while we waited. On
+    /// `TimedOut`, compile anyway.
+    pub fn lock_for_compile(&self, key: &CacheKey, timeout: Duration) -> Result<CompileLock> {
+        let start = Instant::now();
+        let shard = self.layout.lock_shard_dir(key.digest());
+        fsutil::ensure_private_dir(&shard, self.settings.dir_mode)?;
+        let what = format!("the compile lock on {key}");
+        match lock::acquire(
+            &self.layout.lock_path(key.digest()),
+            &what,
+            self.file_mode(),
+            timeout,
+        )? {
+            Some(guard) => Ok(CompileLock::Acquired(guard)),
+            None => Ok(CompileLock::TimedOut {
+                waited: start.elapsed(),
+            }),
+        }
+    }
+
+    fn write_entry(
+        &self,
+        key: &CacheKey,
+        state: EntryState,
+        failure: Option<Failure>,
+        payload: &[u8],
+        ingredients: &Value,
+    ) -> Result<PutOutcome> {
+        let now = self.now();
+        let meta = EntryMeta::new(key, state, failure, payload, now, ingredients.clone());
+        let prefix = entry::encode_prefix(&meta).map_err(|reason| StoreError::Encode {
+            key: key.to_string(),
+            reason,
+        })?;
+        self.publish_parts(key, &meta, payload.len() as u64, &[&prefix, payload])
+    }
+
+    /// Publishes an encoded entry (`parts` concatenated), records it in the index, evicts if
+    /// the cache is now above its cap.
+    pub(super) fn publish_parts(
+        &self,
+        key: &CacheKey,
+        meta: &EntryMeta,
+        artefact_size: u64,
+        parts: &[&[u8]],
+    ) -> Result<PutOutcome> {
+        let digest = key.digest();
+        let now = self.now();
+        fsutil::ensure_private_dir(&self.layout.entry_shard_dir(digest), self.settings.dir_mode)?;
+        let path = self.layout.entry_path(digest);
+        let size = atomic::publish(
+            self.layout.tmp_dir(),
+            &path,
+            parts,
+            self.file_mode(),
+            ms_to_system_time(now),
+            self.settings.fsync,
+        )?;
+        debug!(
+            "Stored {} entry {key} at {}",
+            meta.state.as_str(),
+            path.display()
+        );
+        let row = Row {
+            digest: digest.as_str().to_owned(),
+            name: key.name().to_owned(),
+            state: meta.state,
+            size,
+            artefact_size,
+            created_ms: meta.created_ms,
+            last_used_ms: now,
+        };
+        let bumps = [
+            (Counter::Puts, 1),
+            (
+                Counter::BytesWritten,
+                i64::try_from(size).unwrap_or(i64::MAX),
+            ),
+        ];
+        // The entry is published whatever happens to the index: `verify` repairs a missed row.
+        self.index_best_effort("record a new entry", |ix| ix.upsert(&row, &bumps));
+        match self.with_index("read totals", |ix| ix.totals()) {
+            Ok((_, total)) if total > self.settings.max_size => {
+                if let Err(e) = self.evict_now(Some(digest)) {
+                    warn!("eviction after storing {key} failed: {e}");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => warn!("{e}"),
+        }
+        Ok(PutOutcome::Stored { path, size })
+    }
+
+    pub(super) fn lock_index(&self) -> MutexGuard<'_, Index> {
+        self.index.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` on the index; if the index turns out to be corrupt, rebuilds it from the entry
+    /// files and runs `f` once more.
+    pub(super) fn with_index<T>(
+        &self,
+        op: &'static str,
+        mut f: impl FnMut(&mut Index) -> rusqlite::Result<T>,
+    ) -> Result<T> {
+        let mut ix = self.lock_index();
+        match retry_busy(|| f(&mut ix)) {
+            Ok(v) => Ok(v),
+            Err(e) if is_corruption(&e) => {
+                warn!(
+                    "cache index {} is corrupt ({e}) while trying to {op}; rebuilding it",
+                    self.layout.index_path().display()
+                );
+                *ix = super::rebuild::open_index(
+                    &self.layout,
+                    &self.settings,
+                    self.clock.as_ref(),
+                    true,
+                )?;
+                retry_busy(|| f(&mut ix)).map_err(|source| self.index_error(op, source))
+            }
+            Err(source) => Err(self.index_error(op, source)),
+        }
+    }
+
+    /// As [`Store::with_index`], but a failure is only logged (lookup paths).
+    pub(super) fn index_best_effort(
+        &self,
+        op: &'static str,
+        f: impl FnMut(&mut Index) -> rusqlite::Result<()>,
+    ) {
+        if let Err(e) = self.with_index(op, f) {
+            warn!("{e}");
+        }
+    }
+
+    pub(super) fn index_error(&self, op: &'static str, source: rusqlite::Error) -> StoreError {
+        StoreError::Index {
+            op,
+            path: self.layout.index_path().to_owned(),
+            source,
+        }
+    }
+}
+
+/// Longest compiler stderr remembered with a failure; beyond it the tail is kept (errors are
+/// usually at the end), so a runaway log cannot make the entry unwritable.
+pub const MAX_STDERR_LEN: usize = 4 << 20;
+
+fn bounded_failure(f: &Failure) -> Failure {
+    if f.stderr.len() <= MAX_STDERR_LEN {
+        return f.clone();
+    }
+    let mut start = f.stderr.len() - MAX_STDERR_LEN;
+    while !f.stderr.is_char_boundary(start) {
+        start += 1;
+    }
+    Failure {
+        exit_status: f.exit_status,
+        stderr: format!(
+            "[mlir-cache-key: the first {start} bytes of stderr were not kept]\n{}",
+            &f.stderr[start..]
+        ),
+    }
+}
+
+/// Unlinks `path`; true if it existed.
+pub(super) fn remove_file_if_exists(path: &Path) -> Result<bool> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(StoreError::io("remove", path, e)),
+    }
+}

@@ -1,0 +1,91 @@
+//! Eviction: least recently USED first (the index's `last_used`, updated on every hit), until
+//! the total is at or under the cap — but never an entry used within the TTL, even if the cache
+//! then stays above its cap. Each step is one index transaction over at most `BATCH` rows taken
+//! from the `last_used` index, so the cost per evicted entry is O(log n), never a scan.
+//!
+//! Races: a concurrent hit cannot slip between choosing and deleting a victim (the step holds
+//! the index's write lock). A concurrent `put` of the same key may have its fresh file unlinked;
+//! its row then points at nothing and the next lookup drops it: a lost entry (a miss), never a
+//! wrong one.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use tracing::{debug, info};
+
+use super::cache::{Store, remove_file_if_exists};
+use super::error::Result;
+use super::key::Digest;
+
+const BATCH: usize = 64;
+
+/// What an eviction did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct EvictReport {
+    pub evicted: u64,
+    pub freed_bytes: u64,
+    /// Total entry bytes afterwards.
+    pub total_after: u64,
+    /// The cache is still above its cap because every remaining entry is within the TTL.
+    pub over_cap_protected: bool,
+}
+
+impl Store {
+    /// Evicts now (what `put` does when the cache is over its cap). `exclude`: an entry that
+    /// must stay (the one just written).
+    pub(super) fn evict_now(&self, exclude: Option<&Digest>) -> Result<EvictReport> {
+        let cap = self.settings.max_size;
+        let ttl_ms = i64::try_from(self.settings.ttl.as_millis()).unwrap_or(i64::MAX);
+        let protect_from = self.now().saturating_sub(ttl_ms);
+        let mut report = EvictReport::default();
+        loop {
+            let step = self.with_index("evict entries", |ix| {
+                ix.evict_step(
+                    cap,
+                    protect_from,
+                    exclude.map(Digest::as_str),
+                    BATCH,
+                    |digest| {
+                        // Only a validated digest builds a path, even one read from the index.
+                        match Digest::parse(digest) {
+                            Ok(d) => {
+                                let path = self.layout.entry_path(&d);
+                                match remove_file_if_exists(&path) {
+                                    Ok(_) => debug!("Evicted {}", path.display()),
+                                    Err(e) => info!("{e}"),
+                                }
+                            }
+                            Err(e) => info!("dropping an index row with a bad digest: {e}"),
+                        }
+                    },
+                )
+            })?;
+            report.evicted += step.evicted;
+            report.freed_bytes += step.freed;
+            report.total_after = step.total_after;
+            if step.total_after <= cap {
+                break;
+            }
+            if step.exhausted || step.evicted == 0 {
+                report.over_cap_protected = true;
+                info!(
+                    "Cache {} holds {} bytes, above its {cap}-byte limit, but every remaining \
+                     entry was used within the last {:?}; keeping them",
+                    self.layout.root().display(),
+                    step.total_after,
+                    Duration::from_millis(u64::try_from(ttl_ms).unwrap_or(0)),
+                );
+                break;
+            }
+        }
+        if report.evicted > 0 {
+            debug!(
+                "Evicted {} entries ({} bytes) from {}",
+                report.evicted,
+                report.freed_bytes,
+                self.layout.root().display()
+            );
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,110 @@
+//! Small filesystem helpers with the store's safety rules built in: open without following
+//! symlinks (and without blocking on a planted FIFO), accept only regular files, compare inodes,
+//! fsync directories, and check who owns a directory. No `unsafe`: `rustix` wraps the syscalls.
+
+use std::fs::{self, File, Metadata};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::Path;
+
+use rustix::fs::{Mode, OFlags};
+
+use super::error::StoreError;
+
+/// The effective user id of this process.
+pub fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// The effective group id of this process.
+pub fn egid() -> u32 {
+    rustix::process::getegid().as_raw()
+}
+
+/// Opens `path` for reading without following a symlink in its last component and without
+/// blocking (a FIFO in the cache would otherwise hang `open`); anything but a regular file is
+/// refused with `InvalidData`.
+pub fn open_regular_nofollow(path: &Path) -> io::Result<File> {
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let file = File::from(fd);
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
+/// Opens (creating with `mode` if absent) a lock file read-write, not following symlinks.
+pub fn open_lock_file(path: &Path, mode: u32) -> io::Result<File> {
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+    )?;
+    Ok(File::from(fd))
+}
+
+/// True when `a` and `b` describe the same inode.
+pub fn same_inode(a: &Metadata, b: &Metadata) -> bool {
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+/// fsyncs a directory so a rename or unlink inside it is durable.
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Creates `dir` with `mode` (exactly: the umask is undone) if it is missing, then checks that it
+/// is a real directory (not a symlink) owned by us. Returns the error naming `dir`.
+pub fn ensure_private_dir(dir: &Path, mode: u32) -> Result<(), StoreError> {
+    match fs::DirBuilder::new().mode(mode).create(dir) {
+        Ok(()) => {
+            fs::set_permissions(dir, fs::Permissions::from_mode(mode))
+                .map_err(|e| StoreError::io("set permissions of", dir, e))?;
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(StoreError::io("create directory", dir, e)),
+    }
+    check_dir(dir, mode)
+}
+
+/// Checks that `dir` is a directory, not a symlink, owned by this user (or, when `mode` shares
+/// the cache with the group, by a member of our group), and not writable by others.
+pub fn check_dir(dir: &Path, mode: u32) -> Result<(), StoreError> {
+    let meta = fs::symlink_metadata(dir).map_err(|e| StoreError::io("inspect", dir, e))?;
+    let insecure = |reason: String| StoreError::Insecure {
+        path: dir.to_owned(),
+        reason,
+    };
+    if meta.file_type().is_symlink() {
+        return Err(insecure(
+            "it is a symbolic link; point --cache_dir at the real directory".to_owned(),
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(insecure("it is not a directory".to_owned()));
+    }
+    let me = euid();
+    let group_shared = mode & 0o070 != 0;
+    let owner_ok = meta.uid() == me || (group_shared && meta.gid() == egid());
+    if !owner_ok {
+        return Err(insecure(format!(
+            "it is owned by uid {}, not by the current user (uid {me}); \
+             choose a directory of your own with --cache_dir=DIR in MLIR_CACHE_KEY_FLAGS",
+            meta.uid()
+        )));
+    }
+    if meta.mode() & 0o002 != 0 {
+        return Err(insecure(
+            "it is writable by every user (mode has o+w)".to_owned(),
+        ));
+    }
+    Ok(())
+}

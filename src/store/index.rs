@@ -1,0 +1,616 @@
+//! The SQLite index: which entries exist, their sizes and last use, and the counters. It makes
+//! eviction (least recently used first) and listing cost O(log n) per entry touched instead of a
+//! directory scan, and keeps running totals so no write needs a `SUM`.
+//!
+//! The index is a cache of the directory, never the truth: an entry file decides whether an
+//! entry exists. A missing, corrupt or stale index is rebuilt from the files (`rebuild.rs`).
+//! WAL mode lets readers proceed while one process writes; every write transaction is
+//! `BEGIN IMMEDIATE` so concurrent writers queue on the busy timeout instead of failing on a
+//! lock upgrade. Totals (entry count, bytes, failed entries) are kept by triggers, so they cannot
+//! drift from the rows whatever statement changes them.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
+
+use super::clock::UnixMillis;
+use super::entry::EntryState;
+
+/// Bumped when the schema changes incompatibly: an index of another version is rebuilt.
+pub const SCHEMA_VERSION: &str = "1";
+/// How long a statement waits for another process's write transaction.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Bytes of the index file read through `mmap`.
+const MMAP_SIZE: i64 = 256 << 20;
+/// SQLite page cache per connection, in KiB (negative: the unit SQLite expects for KiB).
+const CACHE_SIZE_KIB: i64 = -16 * 1024;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', '1'), ('populated', '0');
+CREATE TABLE IF NOT EXISTS entries(
+    digest TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    state TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    artefact_size INTEGER NOT NULL,
+    created INTEGER NOT NULL,
+    last_used INTEGER NOT NULL
+) WITHOUT ROWID;
+-- Covering: eviction and listings by last use read rows in order without a lookup per row.
+CREATE INDEX IF NOT EXISTS entries_by_last_used
+    ON entries(last_used, name, state, size, artefact_size, created);
+-- Not covering: it would have to include last_used, and every hit would then rewrite it too.
+CREATE INDEX IF NOT EXISTS entries_by_name ON entries(name);
+CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+INSERT OR IGNORE INTO counters(name, value) VALUES
+    ('hits', 0), ('misses', 0), ('failures_replayed', 0), ('evictions', 0), ('corrupt', 0),
+    ('puts', 0), ('bytes_written', 0),
+    ('entry_count', 0), ('total_bytes', 0), ('failed_count', 0);
+CREATE TRIGGER IF NOT EXISTS entries_after_insert AFTER INSERT ON entries BEGIN
+    UPDATE counters SET value = value + 1 WHERE name = 'entry_count';
+    UPDATE counters SET value = value + NEW.size WHERE name = 'total_bytes';
+    UPDATE counters SET value = value + (NEW.state = 'failed') WHERE name = 'failed_count';
+END;
+CREATE TRIGGER IF NOT EXISTS entries_after_delete AFTER DELETE ON entries BEGIN
+    UPDATE counters SET value = value - 1 WHERE name = 'entry_count';
+    UPDATE counters SET value = value - OLD.size WHERE name = 'total_bytes';
+    UPDATE counters SET value = value - (OLD.state = 'failed') WHERE name = 'failed_count';
+END;
+CREATE TRIGGER IF NOT EXISTS entries_after_update AFTER UPDATE OF size, state ON entries BEGIN
+    UPDATE counters SET value = value + NEW.size - OLD.size WHERE name = 'total_bytes';
+    UPDATE counters SET value = value + (NEW.state = 'failed') - (OLD.state = 'failed')
+        WHERE name = 'failed_count';
+END;
+";
+
+/// Event counters kept in the index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counter {
+    Hits,
+    Misses,
+    FailuresReplayed,
+    Evictions,
+    Corrupt,
+    Puts,
+    BytesWritten,
+}
+
+impl Counter {
+    fn name(self) -> &'static str {
+        match self {
+            Counter::Hits => "hits",
+            Counter::Misses => "misses",
+            Counter::FailuresReplayed => "failures_replayed",
+            Counter::Evictions => "evictions",
+            Counter::Corrupt => "corrupt",
+            Counter::Puts => "puts",
+            Counter::BytesWritten => "bytes_written",
+        }
+    }
+}
+
+/// One row of `entries`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub digest: String,
+    pub name: String,
+    pub state: EntryState,
+    /// Entry file size (what the cap counts).
+    pub size: u64,
+    pub artefact_size: u64,
+    pub created_ms: UnixMillis,
+    pub last_used_ms: UnixMillis,
+}
+
+/// Sort order of a listing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SortBy {
+    /// Most recently used first.
+    #[default]
+    LastUsed,
+    /// Least recently used first (eviction order).
+    LeastRecentlyUsed,
+    /// By module name, then digest.
+    Name,
+}
+
+/// Which rows a listing returns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListFilter {
+    /// SQLite `GLOB` pattern on the module name (`jit_*`; case-sensitive).
+    pub name_glob: Option<String>,
+    pub state: Option<EntryState>,
+    pub sort: SortBy,
+    pub limit: Option<usize>,
+}
+
+/// Why an index could not be used as it is.
+#[derive(Debug)]
+pub enum OpenFailure {
+    /// Damaged, of another schema, or not a database: move it aside and rebuild.
+    Unusable(String),
+    /// Anything else (busy, I/O, permissions): report.
+    Error(rusqlite::Error),
+}
+
+/// True for errors that mean the database file itself is damaged.
+pub fn is_corruption(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
+    )
+}
+
+/// True for "database is busy/locked" errors that escaped the busy timeout.
+pub fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
+/// Runs `f` again while it fails with a busy error that SQLite returned without waiting (as it
+/// does during WAL recovery or a journal-mode switch), for up to about 30 seconds.
+pub fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(2);
+    loop {
+        match f() {
+            Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// An open index connection.
+#[derive(Debug)]
+pub struct Index {
+    conn: Connection,
+}
+
+fn row_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    let state: String = r.get(2)?;
+    let state = EntryState::parse(&state).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            2,
+            rusqlite::types::Type::Text,
+            format!("unknown entry state {state:?}").into(),
+        )
+    })?;
+    Ok(Row {
+        digest: r.get(0)?,
+        name: r.get(1)?,
+        state,
+        size: r.get::<_, i64>(3)?.max(0) as u64,
+        artefact_size: r.get::<_, i64>(4)?.max(0) as u64,
+        created_ms: r.get(5)?,
+        last_used_ms: r.get(6)?,
+    })
+}
+
+const ROW_COLUMNS: &str = "digest, name, state, size, artefact_size, created, last_used";
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+impl Index {
+    /// Opens (creating the schema if absent) the index at `path`. Returns the index and whether
+    /// it has been populated from the directory.
+    pub fn open(path: &Path) -> Result<(Index, bool), OpenFailure> {
+        let classify = |e: rusqlite::Error| {
+            if is_corruption(&e) {
+                OpenFailure::Unusable(e.to_string())
+            } else {
+                OpenFailure::Error(e)
+            }
+        };
+        let mut conn = Connection::open(path).map_err(classify)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(classify)?;
+        // Switching to WAL (and recovering a WAL after a killed process) can answer "database
+        // is locked" without consulting the busy handler: retry those.
+        let mode: String = retry_busy(|| conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)))
+            .map_err(classify)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            retry_busy(|| conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)))
+                .map_err(classify)?;
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(classify)?;
+        // Read pages through a memory map and keep more of them cached: a 100k-entry index is
+        // tens of MB, and without these every lookup pays a pread per b-tree level.
+        conn.pragma_update(None, "mmap_size", MMAP_SIZE)
+            .map_err(classify)?;
+        conn.pragma_update(None, "cache_size", CACHE_SIZE_KIB)
+            .map_err(classify)?;
+        let has_meta: i64 = retry_busy(|| {
+            conn.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+                [],
+                |r| r.get(0),
+            )
+        })
+        .map_err(classify)?;
+        if has_meta == 0 {
+            retry_busy(|| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                tx.execute_batch(SCHEMA)?;
+                tx.commit()
+            })
+            .map_err(classify)?;
+        }
+        let meta = |key: &str| -> Result<Option<String>, OpenFailure> {
+            conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+                .optional()
+                .map_err(|e| match e {
+                    e if is_corruption(&e) => OpenFailure::Unusable(e.to_string()),
+                    rusqlite::Error::SqliteFailure(_, Some(ref m)) if m.contains("no such") => {
+                        OpenFailure::Unusable(e.to_string())
+                    }
+                    e => OpenFailure::Error(e),
+                })
+        };
+        let version = meta("schema_version")?;
+        if version.as_deref() != Some(SCHEMA_VERSION) {
+            return Err(OpenFailure::Unusable(format!(
+                "schema version {version:?}, expected {SCHEMA_VERSION}"
+            )));
+        }
+        let populated = meta("populated")?.as_deref() == Some("1");
+        Ok((Index { conn }, populated))
+    }
+
+    /// Marks the index as reflecting the directory.
+    pub fn mark_populated(&mut self) -> rusqlite::Result<()> {
+        self.conn
+            .execute("UPDATE meta SET value = '1' WHERE key = 'populated'", [])
+            .map(|_| ())
+    }
+
+    /// A hit: update last use (if the row exists) and bump `counter`. Returns whether the row
+    /// existed.
+    pub fn record_use(
+        &mut self,
+        digest: &str,
+        now: UnixMillis,
+        counter: Counter,
+    ) -> rusqlite::Result<bool> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let n = tx.execute(
+            "UPDATE entries SET last_used = ?2 WHERE digest = ?1",
+            params![digest, now],
+        )?;
+        bump(&tx, counter, 1)?;
+        tx.commit()?;
+        Ok(n > 0)
+    }
+
+    /// A miss: bump `misses` (and `corrupt` when the entry was quarantined) and drop a row whose
+    /// file is gone.
+    pub fn record_miss(
+        &mut self,
+        digest: &str,
+        drop_row: bool,
+        corrupt: bool,
+    ) -> rusqlite::Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if drop_row {
+            tx.execute("DELETE FROM entries WHERE digest = ?1", [digest])?;
+        }
+        bump(&tx, Counter::Misses, 1)?;
+        if corrupt {
+            bump(&tx, Counter::Corrupt, 1)?;
+        }
+        tx.commit()
+    }
+
+    /// Inserts or replaces a row and bumps the given counters, in one transaction.
+    pub fn upsert(&mut self, row: &Row, bumps: &[(Counter, i64)]) -> rusqlite::Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        upsert_in(&tx, row)?;
+        for (c, by) in bumps {
+            bump(&tx, *c, *by)?;
+        }
+        tx.commit()
+    }
+
+    /// Inserts a row unless one exists (self-healing a file found without a row).
+    pub fn insert_if_absent(&mut self, row: &Row) -> rusqlite::Result<()> {
+        self.conn
+            .execute(
+                &format!(
+                    "INSERT OR IGNORE INTO entries({ROW_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+                ),
+                params![
+                    row.digest,
+                    row.name,
+                    row.state.as_str(),
+                    to_i64(row.size),
+                    to_i64(row.artefact_size),
+                    row.created_ms,
+                    row.last_used_ms
+                ],
+            )
+            .map(|_| ())
+    }
+
+    /// Removes a row; returns it if it existed.
+    pub fn remove(&mut self, digest: &str) -> rusqlite::Result<Option<Row>> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let row = tx
+            .query_row(
+                &format!("SELECT {ROW_COLUMNS} FROM entries WHERE digest = ?1"),
+                [digest],
+                row_from,
+            )
+            .optional()?;
+        tx.execute("DELETE FROM entries WHERE digest = ?1", [digest])?;
+        tx.commit()?;
+        Ok(row)
+    }
+
+    pub fn row(&self, digest: &str) -> rusqlite::Result<Option<Row>> {
+        self.conn
+            .query_row(
+                &format!("SELECT {ROW_COLUMNS} FROM entries WHERE digest = ?1"),
+                [digest],
+                row_from,
+            )
+            .optional()
+    }
+
+    /// Entry count and total bytes (trigger-maintained, O(1)).
+    pub fn totals(&self) -> rusqlite::Result<(u64, u64)> {
+        let c = self.counters()?;
+        let get = |k: &str| c.get(k).copied().unwrap_or(0).max(0) as u64;
+        Ok((get("entry_count"), get("total_bytes")))
+    }
+
+    /// Every counter by name.
+    pub fn counters(&self) -> rusqlite::Result<BTreeMap<String, i64>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT name, value FROM counters")?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+        rows.collect()
+    }
+
+    /// One eviction step, in one write transaction: while the total exceeds `cap`, take up to
+    /// `batch` least-recently-used rows last used before `protect_from` (the TTL boundary),
+    /// excluding `exclude`, call `unlink` on each digest, delete the row and count it.
+    /// Returns (evicted, bytes freed, total after, more candidates may exist).
+    pub fn evict_step(
+        &mut self,
+        cap: u64,
+        protect_from: UnixMillis,
+        exclude: Option<&str>,
+        batch: usize,
+        mut unlink: impl FnMut(&str),
+    ) -> rusqlite::Result<EvictStep> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut total: u64 = tx
+            .query_row(
+                "SELECT value FROM counters WHERE name = 'total_bytes'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )?
+            .max(0) as u64;
+        let mut step = EvictStep {
+            evicted: 0,
+            freed: 0,
+            total_after: total,
+            exhausted: false,
+        };
+        if total <= cap {
+            return Ok(step);
+        }
+        let victims: Vec<(String, u64)> = {
+            let mut stmt = tx.prepare_cached(
+                "SELECT digest, size FROM entries WHERE last_used < ?1 AND digest <> ?2 \
+                 ORDER BY last_used, digest LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(
+                params![protect_from, exclude.unwrap_or(""), to_i64(batch as u64)],
+                |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64)),
+            )?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        step.exhausted = victims.len() < batch;
+        for (digest, size) in victims {
+            if total <= cap {
+                step.exhausted = false;
+                break;
+            }
+            unlink(&digest);
+            tx.execute("DELETE FROM entries WHERE digest = ?1", [&digest])?;
+            total = total.saturating_sub(size);
+            step.evicted += 1;
+            step.freed += size;
+        }
+        bump(&tx, Counter::Evictions, to_i64(step.evicted))?;
+        tx.commit()?;
+        step.total_after = total;
+        Ok(step)
+    }
+
+    /// Rows matching `filter`, in its order.
+    pub fn list(&self, filter: &ListFilter) -> rusqlite::Result<Vec<Row>> {
+        let mut sql = format!("SELECT {ROW_COLUMNS} FROM entries WHERE 1");
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        if let Some(g) = &filter.name_glob {
+            args.push(g.clone().into());
+            sql.push_str(&format!(" AND name GLOB ?{}", args.len()));
+        }
+        if let Some(s) = filter.state {
+            args.push(s.as_str().to_owned().into());
+            sql.push_str(&format!(" AND state = ?{}", args.len()));
+        }
+        sql.push_str(match filter.sort {
+            SortBy::LastUsed => " ORDER BY last_used DESC, digest DESC",
+            SortBy::LeastRecentlyUsed => " ORDER BY last_used, digest",
+            SortBy::Name => " ORDER BY name, digest",
+        });
+        if let Some(limit) = filter.limit {
+            args.push(to_i64(limit as u64).into());
+            sql.push_str(&format!(" LIMIT ?{}", args.len()));
+        }
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args), row_from)?;
+        rows.collect()
+    }
+
+    /// Digest → last use of every row (for reconciling with the directory).
+    pub fn last_uses(&self) -> rusqlite::Result<HashMap<String, UnixMillis>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT digest, last_used FROM entries")?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+        rows.collect()
+    }
+
+    /// Applies a reconciliation in one transaction: upsert `rows`, delete `stale`, recompute the
+    /// totals from scratch (defensive: triggers keep them, this repairs an older damage).
+    pub fn reconcile(&mut self, rows: &[Row], stale: &[String]) -> rusqlite::Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for row in rows {
+            upsert_in(&tx, row)?;
+        }
+        for digest in stale {
+            tx.execute("DELETE FROM entries WHERE digest = ?1", [digest])?;
+        }
+        tx.execute_batch(
+            "UPDATE counters SET value = (SELECT count(*) FROM entries) WHERE name = 'entry_count';
+             UPDATE counters SET value = (SELECT coalesce(sum(size), 0) FROM entries)
+                 WHERE name = 'total_bytes';
+             UPDATE counters SET value = (SELECT count(*) FROM entries WHERE state = 'failed')
+                 WHERE name = 'failed_count';",
+        )?;
+        tx.commit()
+    }
+
+    /// Deletes every row (counters of events are kept).
+    pub fn clear_rows(&mut self) -> rusqlite::Result<()> {
+        self.conn.execute("DELETE FROM entries", []).map(|_| ())
+    }
+
+    /// SQLite's own consistency check; true when it says "ok".
+    pub fn quick_check(&self) -> rusqlite::Result<bool> {
+        let first: String = self
+            .conn
+            .query_row("PRAGMA quick_check", [], |r| r.get(0))?;
+        Ok(first == "ok")
+    }
+}
+
+/// What one [`Index::evict_step`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EvictStep {
+    pub evicted: u64,
+    pub freed: u64,
+    pub total_after: u64,
+    /// No further candidates outside the TTL.
+    pub exhausted: bool,
+}
+
+fn bump(conn: &Connection, c: Counter, by: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE counters SET value = value + ?2 WHERE name = ?1")?
+        .execute(params![c.name(), by])
+        .map(|_| ())
+}
+
+fn upsert_in(conn: &Connection, row: &Row) -> rusqlite::Result<()> {
+    conn.prepare_cached(&format!(
+        "INSERT INTO entries({ROW_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT(digest) DO UPDATE SET name = excluded.name, state = excluded.state,
+             size = excluded.size, artefact_size = excluded.artefact_size,
+             created = excluded.created, last_used = excluded.last_used"
+    ))?
+    .execute(params![
+        row.digest,
+        row.name,
+        row.state.as_str(),
+        to_i64(row.size),
+        to_i64(row.artefact_size),
+        row.created_ms,
+        row.last_used_ms
+    ])
+    .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(d: char, size: u64, last_used: i64) -> Row {
+        Row {
+            digest: d.to_string().repeat(64),
+            name: format!("m{d}"),
+            state: EntryState::Ok,
+            size,
+            artefact_size: size,
+            created_ms: 0,
+            last_used_ms: last_used,
+        }
+    }
+
+    #[test]
+    fn triggers_keep_totals() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut ix, populated) = Index::open(&dir.path().join("i.sqlite")).unwrap();
+        assert!(!populated);
+        ix.upsert(&row('a', 10, 1), &[]).unwrap();
+        ix.upsert(&row('b', 20, 2), &[]).unwrap();
+        ix.upsert(&row('a', 15, 3), &[]).unwrap();
+        assert_eq!(ix.totals().unwrap(), (2, 35));
+        let mut failed = row('b', 5, 4);
+        failed.state = EntryState::Failed;
+        ix.upsert(&failed, &[]).unwrap();
+        assert_eq!(ix.counters().unwrap()["failed_count"], 1);
+        ix.remove(&"b".repeat(64)).unwrap();
+        assert_eq!(ix.totals().unwrap(), (1, 15));
+        assert_eq!(ix.counters().unwrap()["failed_count"], 0);
+    }
+
+    #[test]
+    fn evict_step_respects_ttl_boundary_and_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut ix, _) = Index::open(&dir.path().join("i.sqlite")).unwrap();
+        ix.upsert(&row('a', 10, 30), &[]).unwrap();
+        ix.upsert(&row('b', 10, 10), &[]).unwrap();
+        ix.upsert(&row('c', 10, 20), &[]).unwrap();
+        let mut gone = Vec::new();
+        let step = ix
+            .evict_step(0, 25, None, 64, |d| gone.push(d.to_owned()))
+            .unwrap();
+        assert_eq!(gone, vec!["b".repeat(64), "c".repeat(64)]);
+        assert_eq!(step.total_after, 10);
+        assert!(step.exhausted);
+    }
+
+    #[test]
+    fn garbage_file_is_unusable() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("i.sqlite");
+        std::fs::write(&p, vec![0x55u8; 8192]).unwrap();
+        assert!(matches!(Index::open(&p), Err(OpenFailure::Unusable(_))));
+    }
+}

@@ -1,0 +1,120 @@
+//! The on-disk layout, versioned so a future incompatible format lives beside this one (`v2/`)
+//! instead of misreading it (cacache's `content-v2/`):
+//!
+//! ```text
+//! DIR/                        the cache directory (mode 0700 by default, owned by the user)
+//!   v1/
+//!     entries/<hh>/<64-hex>   one file per entry; hh = first two hex digits of the digest
+//!     tmp/                    in-progress writes, renamed into entries/ when complete
+//!     quarantine/             entries that failed verification, kept for inspection
+//!     locks/<hh>/<64-hex>.lock  advisory compile locks (one per key being compiled)
+//!     locks/index.lock        serialises creating and repairing the index
+//!     index.sqlite            the index (a cache of the directory's truth)
+//! ```
+//!
+//! Only a validated [`Digest`] builds an entry or lock path.
+
+use std::path::{Path, PathBuf};
+
+use super::error::StoreError;
+use super::fsutil;
+use super::key::Digest;
+
+/// Name of the layout version directory.
+pub const LAYOUT_VERSION_DIR: &str = "v1";
+
+/// Paths of one cache directory.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    root: PathBuf,
+    base: PathBuf,
+    entries: PathBuf,
+    tmp: PathBuf,
+    quarantine: PathBuf,
+    locks: PathBuf,
+    index: PathBuf,
+}
+
+impl Layout {
+    pub fn new(cache_dir: &Path) -> Layout {
+        let base = cache_dir.join(LAYOUT_VERSION_DIR);
+        Layout {
+            root: cache_dir.to_owned(),
+            entries: base.join("entries"),
+            tmp: base.join("tmp"),
+            quarantine: base.join("quarantine"),
+            locks: base.join("locks"),
+            index: base.join("index.sqlite"),
+            base,
+        }
+    }
+
+    /// Creates the cache directory (its missing parents with default permissions, itself with
+    /// `dir_mode`) and the layout directories, and checks each: no symlinks, owned by us.
+    pub fn ensure(&self, dir_mode: u32) -> Result<(), StoreError> {
+        // Refuse a symlinked cache dir before creating anything beneath it.
+        if let Ok(meta) = std::fs::symlink_metadata(&self.root)
+            && meta.file_type().is_symlink()
+        {
+            return fsutil::check_dir(&self.root, dir_mode);
+        }
+        if let Some(parent) = self.root.parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| StoreError::io("create directory", parent, e))?;
+        }
+        for dir in [
+            &self.root,
+            &self.base,
+            &self.entries,
+            &self.tmp,
+            &self.quarantine,
+            &self.locks,
+        ] {
+            fsutil::ensure_private_dir(dir, dir_mode)?;
+        }
+        Ok(())
+    }
+
+    /// The cache directory as configured.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    /// `DIR/v1`.
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+    pub fn entries_dir(&self) -> &Path {
+        &self.entries
+    }
+    pub fn tmp_dir(&self) -> &Path {
+        &self.tmp
+    }
+    pub fn quarantine_dir(&self) -> &Path {
+        &self.quarantine
+    }
+    pub fn locks_dir(&self) -> &Path {
+        &self.locks
+    }
+    pub fn index_path(&self) -> &Path {
+        &self.index
+    }
+    /// The lock that serialises creating or repairing the index.
+    pub fn index_lock_path(&self) -> PathBuf {
+        self.locks.join("index.lock")
+    }
+    pub fn entry_shard_dir(&self, digest: &Digest) -> PathBuf {
+        self.entries.join(digest.shard())
+    }
+    pub fn entry_path(&self, digest: &Digest) -> PathBuf {
+        self.entry_shard_dir(digest).join(digest.as_str())
+    }
+    pub fn lock_shard_dir(&self, digest: &Digest) -> PathBuf {
+        self.locks.join(digest.shard())
+    }
+    pub fn lock_path(&self, digest: &Digest) -> PathBuf {
+        self.lock_shard_dir(digest)
+            .join(format!("{}.lock", digest.as_str()))
+    }
+}

@@ -1,0 +1,214 @@
+//! Advisory file locks: one compiler per key, and one process at a time repairing the index.
+//!
+//! The lock is `flock(2)` on a lock file (std's `File::try_lock`), so the kernel releases it when
+//! the holder dies, however it dies: that is the lease against killed holders. A waiter says
+//! "Blocking waiting for …" once (cargo's `flock.rs`), then polls with exponential backoff and
+//! gives up after its timeout, so a hung holder never blocks anyone forever.
+//!
+//! Lock files are removed by the holder on release, which keeps `locks/` small. That is only
+//! safe with the inode check below: after acquiring, a waiter confirms that the path still names
+//! the inode it locked; if the holder unlinked it meanwhile, the waiter retries on the new file.
+
+use std::fs::{self, File};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tracing::{debug, warn};
+
+use super::error::StoreError;
+use super::fsutil;
+
+const FIRST_BACKOFF: Duration = Duration::from_millis(5);
+const MAX_BACKOFF: Duration = Duration::from_millis(200);
+
+/// The result of asking for the compile lock.
+#[derive(Debug)]
+pub enum CompileLock {
+    /// We hold the lock until the guard drops. Re-check the cache first: another process may
+    /// have stored the result while we waited.
+    Acquired(CompileGuard),
+    /// Another process held the lock for the whole timeout; compile anyway (without the lock).
+    TimedOut { waited: Duration },
+}
+
+/// An exclusive lock on a lock file, released (and the file removed) on drop.
+#[derive(Debug)]
+pub struct CompileGuard {
+    file: File,
+    path: PathBuf,
+}
+
+impl CompileGuard {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for CompileGuard {
+    fn drop(&mut self) {
+        // Unlink while still holding the lock, and only if the path is still our inode.
+        // Waiters holding the old inode notice (inode check) and retry on a fresh file.
+        if let (Ok(ours), Ok(now)) = (self.file.metadata(), fs::symlink_metadata(&self.path))
+            && fsutil::same_inode(&ours, &now)
+            && let Err(e) = fs::remove_file(&self.path)
+        {
+            debug!("cannot remove lock file {}: {e}", self.path.display());
+        }
+        // Closing `file` releases the flock.
+    }
+}
+
+/// Acquires an exclusive lock on `path` (created with `mode` if missing), waiting up to
+/// `timeout`. `what` names the lock in the "Blocking waiting for" message.
+/// Returns `Ok(None)` on timeout.
+pub fn acquire(
+    path: &Path,
+    what: &str,
+    mode: u32,
+    timeout: Duration,
+) -> Result<Option<CompileGuard>, StoreError> {
+    let start = Instant::now();
+    let mut backoff = FIRST_BACKOFF;
+    let mut announced = false;
+    loop {
+        let mut file = fsutil::open_lock_file(path, mode)
+            .map_err(|e| StoreError::io("open lock file", path, e))?;
+        match file.try_lock() {
+            Ok(()) => {
+                let ours = file
+                    .metadata()
+                    .map_err(|e| StoreError::io("inspect lock file", path, e))?;
+                match fs::symlink_metadata(path) {
+                    Ok(now) if fsutil::same_inode(&ours, &now) => {
+                        note_holder(&mut file);
+                        if announced {
+                            debug!("acquired {what} after {:?}", start.elapsed());
+                        }
+                        return Ok(Some(CompileGuard {
+                            file,
+                            path: path.to_owned(),
+                        }));
+                    }
+                    // The previous holder removed this file as we locked it: start over.
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(StoreError::io("inspect lock file", path, e)),
+                }
+            }
+            Err(fs::TryLockError::WouldBlock) => {}
+            Err(fs::TryLockError::Error(e)) => {
+                return Err(StoreError::io("lock", path, e));
+            }
+        }
+        if !announced && !timeout.is_zero() {
+            announced = true;
+            let holder = read_holder(&mut file)
+                .map(|pid| format!(" (held by pid {pid})"))
+                .unwrap_or_default();
+            warn!(
+                "Blocking waiting for {what}{holder} at {} (up to {:?})",
+                path.display(),
+                timeout
+            );
+        }
+        drop(file);
+        let elapsed = start.elapsed();
+        if elapsed >= timeout {
+            if timeout.is_zero() {
+                return Ok(None);
+            }
+            warn!(
+                "Gave up waiting for {what} at {} after {:?}",
+                path.display(),
+                elapsed
+            );
+            return Ok(None);
+        }
+        thread::sleep(backoff.min(timeout - elapsed));
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// Records our pid in the lock file, for the waiters' message. Best effort.
+fn note_holder(file: &mut File) {
+    let pid = std::process::id();
+    let _ = file
+        .set_len(0)
+        .and_then(|()| file.seek(SeekFrom::Start(0)))
+        .and_then(|_| writeln!(file, "{pid}"));
+}
+
+fn read_holder(file: &mut File) -> Option<u32> {
+    let mut text = String::new();
+    file.seek(SeekFrom::Start(0)).ok()?;
+    file.take(32).read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
+}
+
+/// Removes `path` if no one holds it (used by `gc` for lock files left by killed holders).
+/// Returns true when removed.
+pub fn remove_if_unlocked(path: &Path, mode: u32) -> Result<bool, StoreError> {
+    match acquire(path, "a stale lock", mode, Duration::ZERO) {
+        Ok(Some(guard)) => {
+            drop(guard); // unlinks under the lock
+            Ok(true)
+        }
+        Ok(None) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_acquirer_times_out_then_succeeds_after_release() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.lock");
+        let g = acquire(&path, "test lock", 0o600, Duration::ZERO)
+            .unwrap()
+            .unwrap();
+        let t = Instant::now();
+        assert!(
+            acquire(&path, "test lock", 0o600, Duration::from_millis(100))
+                .unwrap()
+                .is_none()
+        );
+        assert!(t.elapsed() >= Duration::from_millis(100));
+        drop(g);
+        assert!(!path.exists(), "released lock file is removed");
+        let g2 = acquire(&path, "test lock", 0o600, Duration::ZERO).unwrap();
+        assert!(g2.is_some());
+    }
+
+    #[test]
+    fn waiter_gets_the_lock_when_the_holder_releases() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.lock");
+        let g = acquire(&path, "test lock", 0o600, Duration::ZERO)
+            .unwrap()
+            .unwrap();
+        let p2 = path.clone();
+        let waiter = thread::spawn(move || {
+            acquire(&p2, "test lock", 0o600, Duration::from_secs(10))
+                .unwrap()
+                .is_some()
+        });
+        thread::sleep(Duration::from_millis(50));
+        drop(g);
+        assert!(waiter.join().unwrap());
+    }
+
+    #[test]
+    fn symlinked_lock_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        fs::write(&target, b"").unwrap();
+        let path = dir.path().join("k.lock");
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        assert!(acquire(&path, "test lock", 0o600, Duration::ZERO).is_err());
+    }
+}

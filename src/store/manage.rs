@@ -1,0 +1,287 @@
+//! Management: what the CLI's `cache stats|list|clear|verify|gc` call. Listings and stats come
+//! from the index (O(result) / O(1)); `verify` and `rebuild_index` walk the directory because
+//! their job is to make the index agree with it.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use tracing::{debug, info};
+
+use super::cache::{Store, remove_file_if_exists};
+use super::clock::UnixMillis;
+use super::entry::EntryState;
+use super::error::{Result, StoreError};
+use super::evict::EvictReport;
+use super::index::{ListFilter, Row, SortBy};
+use super::key::Digest;
+use super::lock;
+use super::rebuild::{self, Depth, RebuildReport};
+
+/// A temporary file untouched for this long belongs to a dead writer.
+pub const STALE_TMP_MS: i64 = 60 * 60 * 1000;
+
+/// Counters and sizes, serialisable for `--json`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Stats {
+    pub cache_dir: PathBuf,
+    pub entries: u64,
+    pub bytes: u64,
+    pub failed_entries: u64,
+    pub max_size: u64,
+    pub ttl_days: f64,
+    pub hits: u64,
+    pub misses: u64,
+    pub failures_replayed: u64,
+    pub evictions: u64,
+    pub corrupt: u64,
+    pub puts: u64,
+    pub bytes_written: u64,
+    pub quarantined_files: u64,
+}
+
+/// One entry as listed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EntrySummary {
+    pub key: String,
+    pub name: String,
+    pub digest: String,
+    pub state: EntryState,
+    /// Entry file size (what counts against the cap).
+    pub size: u64,
+    pub artefact_size: u64,
+    pub created_ms: UnixMillis,
+    pub last_used_ms: UnixMillis,
+    pub path: PathBuf,
+}
+
+/// What `clear` removes.
+pub enum Clear<'a> {
+    /// Every entry (found by walking the directory, so nothing the index missed survives) and
+    /// the quarantine.
+    All,
+    /// Entries (as the index lists them) for which the predicate holds.
+    Matching(&'a dyn Fn(&EntrySummary) -> bool),
+}
+
+/// What `clear` did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ClearReport {
+    pub removed: u64,
+    pub freed_bytes: u64,
+}
+
+/// What `gc` did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GcReport {
+    pub eviction: EvictReport,
+    pub tmp_removed: u64,
+    pub quarantine_removed: u64,
+    pub locks_removed: u64,
+}
+
+impl Store {
+    /// Sizes and counters.
+    pub fn stats(&self) -> Result<Stats> {
+        let c = self.with_index("read counters", |ix| ix.counters())?;
+        let get = |k: &str| c.get(k).copied().unwrap_or(0).max(0) as u64;
+        let quarantined_files = count_files(self.layout.quarantine_dir())?;
+        Ok(Stats {
+            cache_dir: self.layout.root().to_owned(),
+            entries: get("entry_count"),
+            bytes: get("total_bytes"),
+            failed_entries: get("failed_count"),
+            max_size: self.settings.max_size,
+            ttl_days: self.settings.ttl.as_secs_f64() / 86_400.0,
+            hits: get("hits"),
+            misses: get("misses"),
+            failures_replayed: get("failures_replayed"),
+            evictions: get("evictions"),
+            corrupt: get("corrupt"),
+            puts: get("puts"),
+            bytes_written: get("bytes_written"),
+            quarantined_files,
+        })
+    }
+
+    /// Entries from the index, filtered and sorted (`filter.limit` bounds the work).
+    pub fn list(&self, filter: &ListFilter) -> Result<Vec<EntrySummary>> {
+        let rows = self.with_index("list entries", |ix| ix.list(filter))?;
+        Ok(rows.into_iter().map(|r| self.summary(r)).collect())
+    }
+
+    /// One entry's index row, if the index knows it.
+    pub fn summary_of(&self, digest: &Digest) -> Result<Option<EntrySummary>> {
+        let row = self.with_index("read an entry", |ix| ix.row(digest.as_str()))?;
+        Ok(row.map(|r| self.summary(r)))
+    }
+
+    fn summary(&self, r: Row) -> EntrySummary {
+        let path = match Digest::parse(&r.digest) {
+            Ok(d) => self.layout.entry_path(&d),
+            Err(_) => PathBuf::new(),
+        };
+        EntrySummary {
+            key: format!("{}-{}", r.name, r.digest),
+            name: r.name,
+            digest: r.digest,
+            state: r.state,
+            size: r.size,
+            artefact_size: r.artefact_size,
+            created_ms: r.created_ms,
+            last_used_ms: r.last_used_ms,
+            path,
+        }
+    }
+
+    /// Removes entries.
+    pub fn clear(&self, what: Clear<'_>) -> Result<ClearReport> {
+        let mut report = ClearReport::default();
+        match what {
+            Clear::All => {
+                for shard in read_dir_paths(self.layout.entries_dir())? {
+                    if !fs::symlink_metadata(&shard)
+                        .map(|m| m.is_dir())
+                        .unwrap_or(false)
+                    {
+                        continue;
+                    }
+                    for file in read_dir_paths(&shard)? {
+                        let size = fs::symlink_metadata(&file).map(|m| m.len()).unwrap_or(0);
+                        if remove_file_if_exists(&file)? {
+                            report.removed += 1;
+                            report.freed_bytes += size;
+                        }
+                    }
+                }
+                self.with_index("clear the index", |ix| ix.clear_rows())?;
+                for file in read_dir_paths(self.layout.quarantine_dir())? {
+                    remove_file_if_exists(&file)?;
+                }
+            }
+            Clear::Matching(pred) => {
+                let all = self.list(&ListFilter {
+                    sort: SortBy::Name,
+                    ..ListFilter::default()
+                })?;
+                for entry in all.into_iter().filter(|e| pred(e)) {
+                    let removed = remove_file_if_exists(&entry.path)?;
+                    self.with_index("remove an entry", |ix| ix.remove(&entry.digest))?;
+                    if removed {
+                        report.removed += 1;
+                        report.freed_bytes += entry.size;
+                    }
+                }
+            }
+        }
+        info!(
+            "Removed {} entries ({} bytes) from {}",
+            report.removed,
+            report.freed_bytes,
+            self.layout.root().display()
+        );
+        Ok(report)
+    }
+
+    /// Re-checks every entry file completely (payload checksums included), quarantines damaged
+    /// ones and makes the index agree with the directory. `progress(done, total)` is called
+    /// once before the first file and after each.
+    pub fn verify(&self, mut progress: impl FnMut(u64, u64)) -> Result<RebuildReport> {
+        let mut ix = self.lock_index();
+        let mut recreated = false;
+        if !ix.quick_check().unwrap_or(false) {
+            *ix = rebuild::open_index(&self.layout, &self.settings, self.clock.as_ref(), true)?;
+            recreated = true;
+        }
+        let mut report = rebuild::reconcile(
+            &self.layout,
+            &mut ix,
+            self.clock.as_ref(),
+            Depth::Full,
+            &mut progress,
+        )?;
+        report.index_recreated = recreated;
+        Ok(report)
+    }
+
+    /// Makes the index agree with the entry files, checking headers and metadata only.
+    pub fn rebuild_index(&self) -> Result<RebuildReport> {
+        let mut ix = self.lock_index();
+        rebuild::reconcile(
+            &self.layout,
+            &mut ix,
+            self.clock.as_ref(),
+            Depth::Metadata,
+            &mut |_, _| {},
+        )
+    }
+
+    /// Evicts now, then sweeps what dead processes leave behind: temporary files older than an
+    /// hour, quarantined files older than the TTL, lock files no one holds.
+    pub fn gc(&self) -> Result<GcReport> {
+        let now = self.now();
+        let eviction = self.evict_now(None)?;
+        let tmp_removed = remove_older_than(self.layout.tmp_dir(), now - STALE_TMP_MS)?;
+        let ttl_ms = i64::try_from(self.settings.ttl.as_millis()).unwrap_or(i64::MAX);
+        let quarantine_removed =
+            remove_older_than(self.layout.quarantine_dir(), now.saturating_sub(ttl_ms))?;
+        let mut locks_removed = 0;
+        for shard in read_dir_paths(self.layout.locks_dir())? {
+            if !fs::symlink_metadata(&shard)
+                .map(|m| m.is_dir())
+                .unwrap_or(false)
+            {
+                continue;
+            }
+            for file in read_dir_paths(&shard)? {
+                if lock::remove_if_unlocked(&file, self.file_mode())? {
+                    locks_removed += 1;
+                }
+            }
+        }
+        let report = GcReport {
+            eviction,
+            tmp_removed,
+            quarantine_removed,
+            locks_removed,
+        };
+        debug!("gc of {}: {report:?}", self.layout.root().display());
+        Ok(report)
+    }
+}
+
+fn read_dir_paths(dir: &Path) -> Result<Vec<PathBuf>> {
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(StoreError::io("list", dir, e)),
+    };
+    rd.map(|e| {
+        e.map(|e| e.path())
+            .map_err(|err| StoreError::io("list", dir, err))
+    })
+    .collect()
+}
+
+fn count_files(dir: &Path) -> Result<u64> {
+    Ok(read_dir_paths(dir)?.len() as u64)
+}
+
+/// Removes regular files in `dir` whose mtime is before `cutoff`; returns how many.
+fn remove_older_than(dir: &Path, cutoff: UnixMillis) -> Result<u64> {
+    let mut n = 0;
+    for p in read_dir_paths(dir)? {
+        let Ok(m) = fs::symlink_metadata(&p) else {
+            continue;
+        };
+        let mtime = m
+            .modified()
+            .map(super::clock::system_time_to_ms)
+            .unwrap_or(0);
+        if !m.is_dir() && mtime < cutoff && remove_file_if_exists(&p)? {
+            n += 1;
+        }
+    }
+    Ok(n)
+}

@@ -1,0 +1,60 @@
+//! The persistent compilation cache (SPEC §3): compiled artefacts and remembered failures,
+//! content-addressed by the key of `crate::key`, on disk, with a size cap, LRU eviction under a
+//! TTL, verified reads, atomic writes, a per-key compile lock for concurrent processes, and
+//! management operations.
+//!
+//! Files, each with one job:
+//! - `settings`: `MLIR_CACHE_KEY_FLAGS` and overrides;
+//! - `key`: validating `<name>-<64 hex>`; `layout`: the versioned directory tree;
+//! - `entry`: the entry file format and its checksums; `atomic`: temp file + rename publishing;
+//! - `index`: the SQLite index; `rebuild`: repairing it from the directory;
+//! - `cache`: open, get, put; `read`: verified reads; `transfer`: export/import of entries; `compile`: get-or-compile under the per-key lock; `evict`: LRU under TTL; `manage`: stats, list, clear, verify, gc;
+//! - `lock`: advisory compile locks; `quarantine`: moving damaged files aside;
+//! - `clock`: injectable time; `fsutil`: no-follow opens and ownership checks;
+//! - `storage`: the narrow `Storage` trait a remote tier can implement.
+//!
+//! A compile wrapper calls [`Store::get_or_compile`]; or, by hand: `get`; on a miss
+//! `lock_for_compile`; if acquired, `get` again; compile; `put` or `put_failure`; drop the guard.
+
+mod atomic;
+mod cache;
+mod clock;
+mod compile;
+mod entry;
+mod error;
+mod evict;
+mod fsutil;
+mod index;
+mod key;
+mod layout;
+mod lock;
+mod manage;
+mod quarantine;
+mod read;
+mod rebuild;
+mod settings;
+mod storage;
+mod transfer;
+
+pub use cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};
+pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
+pub use compile::Compiled;
+pub use entry::{EntryMeta, EntryState, Failure};
+pub use error::{Result, SettingsError, StoreError};
+pub use evict::EvictReport;
+pub use index::{ListFilter, SortBy};
+pub use key::{CacheKey, Digest};
+pub use layout::Layout;
+pub use lock::{CompileGuard, CompileLock};
+pub use manage::{Clear, ClearReport, EntrySummary, GcReport, Stats};
+pub use rebuild::RebuildReport;
+pub use settings::{
+    DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_TTL_DAYS, FLAGS_VAR, LogLevel, Settings,
+    SettingsOverrides, parse_dir_mode, parse_log_level, parse_size, parse_ttl_days,
+};
+pub use storage::Storage;
+
+/// The entry file format, for tests and tools that inspect entries.
+pub mod format {
+    pub use super::entry::{FORMAT_VERSION, HEADER_LEN, MAGIC};
+}

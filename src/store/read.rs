@@ -1,0 +1,208 @@
+//! Reading entry files: opening without following symlinks, verifying, quarantining what fails,
+//! and recording a use (index last use and counter, file mtime). Every path that returns entry
+//! bytes or metadata to a caller goes through here, so nothing unverified gets out.
+
+use std::fs::{self, File, Metadata};
+use std::io::{self, Read};
+use std::path::Path;
+
+use tracing::debug;
+
+use super::cache::Store;
+use super::clock::{UnixMillis, ms_to_system_time};
+use super::entry::{self, DecodeError, EntryMeta, HEADER_LEN};
+use super::error::{Result, StoreError};
+use super::fsutil;
+use super::index::{Counter, Row};
+use super::key::Digest;
+use super::quarantine::quarantine;
+
+/// What reading an entry file found.
+pub(super) enum EntryRead {
+    Absent,
+    Valid(Box<ValidEntry>),
+    /// Damaged: already quarantined.
+    Corrupt,
+    /// A newer format version: left alone.
+    Unsupported(u16),
+}
+
+/// A verified entry file, still open (its mtime is touched on use).
+pub(super) struct ValidEntry {
+    pub(super) file: File,
+    pub(super) size: u64,
+    pub(super) meta: EntryMeta,
+    pub(super) bytes: Vec<u8>,
+    pub(super) payload_start: usize,
+}
+
+impl Store {
+    /// Reads and checks an entry's metadata (header and metadata checksum; not the payload),
+    /// e.g. to explain a miss against an existing entry's ingredients. A damaged entry is
+    /// quarantined and gives `None`.
+    pub fn read_metadata(&self, digest: &Digest) -> Result<Option<EntryMeta>> {
+        let path = self.layout.entry_path(digest);
+        let Some(mut file) = self.open_entry(&path)? else {
+            return Ok(None);
+        };
+        let seen = file
+            .metadata()
+            .map_err(|e| StoreError::io("inspect", &path, e))?;
+        match read_metadata_from(&mut file, seen.len(), digest) {
+            Ok(Ok(meta)) => Ok(Some(meta)),
+            Ok(Err(DecodeError::UnsupportedVersion(_))) => Ok(None),
+            Ok(Err(DecodeError::Corrupt(c))) => {
+                quarantine(
+                    self.layout.quarantine_dir(),
+                    &path,
+                    Some(&seen),
+                    self.now(),
+                    &c.to_string(),
+                )?;
+                self.index_best_effort("record a corrupt entry", |ix| {
+                    ix.record_miss(digest.as_str(), true, true)
+                });
+                Ok(None)
+            }
+            Err(e) => Err(StoreError::io("read", &path, e)),
+        }
+    }
+
+    /// Opens an entry file without following symlinks. `None` when absent. A symlink or
+    /// non-regular file where an entry should be is quarantined (and gives `None`).
+    pub(super) fn open_entry(&self, path: &Path) -> Result<Option<File>> {
+        if let Some(shard) = path.parent() {
+            match fs::symlink_metadata(shard) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => {
+                    return Err(StoreError::Insecure {
+                        path: shard.to_owned(),
+                        reason: "a shard directory is a symlink or not a directory".to_owned(),
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(StoreError::io("inspect", shard, e)),
+            }
+        }
+        match fsutil::open_regular_nofollow(path) {
+            Ok(f) => Ok(Some(f)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => match fs::symlink_metadata(path) {
+                Ok(m) if !m.file_type().is_file() => {
+                    quarantine(
+                        self.layout.quarantine_dir(),
+                        path,
+                        Some(&m),
+                        self.now(),
+                        "not a regular file",
+                    )?;
+                    Ok(None)
+                }
+                _ => Err(StoreError::io("open", path, e)),
+            },
+        }
+    }
+
+    pub(super) fn read_entry(&self, path: &Path, digest: &Digest) -> Result<EntryRead> {
+        let Some(mut file) = self.open_entry(path)? else {
+            return Ok(EntryRead::Absent);
+        };
+        let seen = file
+            .metadata()
+            .map_err(|e| StoreError::io("inspect", path, e))?;
+        let mut bytes = Vec::with_capacity(usize::try_from(seen.len()).unwrap_or(0));
+        file.read_to_end(&mut bytes)
+            .map_err(|e| StoreError::io("read", path, e))?;
+        match entry::decode(&bytes, digest) {
+            Ok((meta, range)) => Ok(EntryRead::Valid(Box::new(ValidEntry {
+                file,
+                size: bytes.len() as u64,
+                meta,
+                payload_start: range.start,
+                bytes,
+            }))),
+            Err(DecodeError::UnsupportedVersion(v)) => Ok(EntryRead::Unsupported(v)),
+            Err(DecodeError::Corrupt(c)) => {
+                quarantine(
+                    self.layout.quarantine_dir(),
+                    path,
+                    Some(&seen),
+                    self.now(),
+                    &c.to_string(),
+                )?;
+                Ok(EntryRead::Corrupt)
+            }
+        }
+    }
+
+    /// Records a use: index last-use and counter, re-adding a missing row; file mtime (so a
+    /// rebuilt index recovers the last use).
+    pub(super) fn touch(
+        &self,
+        file: &File,
+        path: &Path,
+        size: u64,
+        meta: &EntryMeta,
+        counter: Counter,
+    ) {
+        let now = self.now();
+        self.index_best_effort("record a use", |ix| {
+            if !ix.record_use(&meta.digest, now, counter)? {
+                ix.insert_if_absent(&Row {
+                    digest: meta.digest.clone(),
+                    name: meta.name.clone(),
+                    state: meta.state,
+                    size,
+                    artefact_size: meta.artefact_size,
+                    created_ms: meta.created_ms,
+                    last_used_ms: now,
+                })?;
+            }
+            Ok(())
+        });
+        if let Err(e) = file.set_modified(ms_to_system_time(now)) {
+            debug!("cannot update the mtime of {}: {e}", path.display());
+        }
+    }
+}
+
+/// Reads the header and metadata from `file` (at its start), checking them against `file_len`.
+/// The outer error is I/O; the inner one says what is wrong with the bytes.
+pub(super) fn read_metadata_from(
+    file: &mut File,
+    file_len: u64,
+    digest: &Digest,
+) -> io::Result<std::result::Result<EntryMeta, DecodeError>> {
+    let mut header = [0u8; HEADER_LEN];
+    let mut got = 0;
+    while got < HEADER_LEN {
+        match file.read(&mut header[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    let h = match entry::decode_header(&header[..got]) {
+        Ok(h) => h,
+        Err(e) => return Ok(Err(e)),
+    };
+    if h.file_len() != file_len {
+        return Ok(Err(DecodeError::Corrupt(
+            entry::Corruption::LengthMismatch {
+                expected: h.file_len(),
+                actual: file_len,
+            },
+        )));
+    }
+    let mut meta = vec![0u8; h.metadata_len];
+    file.read_exact(&mut meta)?;
+    Ok(entry::decode_metadata(&h, &meta, digest))
+}
+
+/// File length and mtime (as [`UnixMillis`]) of an open entry.
+pub(super) fn len_and_mtime(meta: &Metadata) -> (u64, UnixMillis) {
+    let mtime = meta
+        .modified()
+        .map(super::clock::system_time_to_ms)
+        .unwrap_or(0);
+    (meta.len(), mtime)
+}

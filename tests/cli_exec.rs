@@ -1,0 +1,321 @@
+//! `mlir-cache-key exec` and `cache …` with real processes and a real cache
+//! directory: miss then hit, remembered failures, concurrency, placeholders,
+//! the compiler's identity, settings and hostile inputs.
+
+mod common;
+
+use common::{bin, corpus, failure, success, text};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A small "compiler": copies its input to its output, appending a marker,
+/// and logs each run to `runs` (so tests can count compilations). With
+/// FAIL set it prints to stderr and exits 3.
+const COMPILER: &str = r#"#!/bin/sh
+# usage: compiler IN OUT
+echo run >> "$RUNS"
+if [ -n "$SLEEP" ]; then sleep "$SLEEP"; fi
+if [ -n "$FAIL" ]; then echo "error: cannot compile $1" >&2; exit 3; fi
+cat "$1" > "$2" && echo "compiled-by-VERSION" >> "$2"
+"#;
+
+struct Setup {
+    dir: tempfile::TempDir,
+    compiler: PathBuf,
+    module: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let compiler = dir.path().join("compiler.sh");
+        write_compiler(&compiler, "1");
+        let module = dir.path().join("mlp.mlir");
+        std::fs::copy(corpus("cpu/mlp.a.generic.mlir"), &module).expect("copy module");
+        Setup {
+            dir,
+            compiler,
+            module,
+        }
+    }
+
+    fn cache(&self) -> PathBuf {
+        self.dir.path().join("cache")
+    }
+
+    fn runs(&self) -> usize {
+        std::fs::read_to_string(self.dir.path().join("runs"))
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+
+    /// `exec` compiling `module` to `output` with the test compiler.
+    fn exec(&self, module: &Path, output: &Path) -> Command {
+        let mut command = bin();
+        command
+            .env("RUNS", self.dir.path().join("runs"))
+            .arg("--cache-dir")
+            .arg(self.cache())
+            .arg("exec")
+            .arg("--input")
+            .arg(module)
+            .arg("--output")
+            .arg(output)
+            .arg("--")
+            .arg(&self.compiler)
+            .arg(module)
+            .arg(output);
+        command
+    }
+}
+
+fn write_compiler(path: &Path, version: &str) {
+    std::fs::write(path, COMPILER.replace("VERSION", version)).expect("write compiler");
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+#[test]
+fn miss_then_hit_runs_the_compiler_once() {
+    let s = Setup::new();
+    let out = s.dir.path().join("out.bin");
+    success(&mut s.exec(&s.module, &out));
+    let first = std::fs::read(&out).expect("output");
+    std::fs::remove_file(&out).expect("remove");
+    let mut again = s.exec(&s.module, &out);
+    again.env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO");
+    let stderr = String::from_utf8_lossy(&again.output().expect("run").stderr).into_owned();
+    assert!(stderr.contains("Using a cached artefact at"), "{stderr}");
+    assert_eq!(std::fs::read(&out).expect("output"), first);
+    assert_eq!(s.runs(), 1, "the compiler ran again on a hit");
+}
+
+#[test]
+fn other_output_paths_and_relocated_modules_share_the_entry() {
+    let s = Setup::new();
+    success(&mut s.exec(&s.module, &s.dir.path().join("a.bin")));
+    // Another output name, and the relocated twin of the module.
+    let twin = s.dir.path().join("twin.mlir");
+    std::fs::copy(corpus("cpu/mlp.b.generic.mlir"), &twin).expect("copy");
+    success(&mut s.exec(&twin, &s.dir.path().join("sub-b.bin")));
+    assert_eq!(s.runs(), 1);
+}
+
+#[test]
+fn another_program_or_compiler_is_a_miss() {
+    let s = Setup::new();
+    let out = s.dir.path().join("out.bin");
+    success(&mut s.exec(&s.module, &out));
+    let batch5 = s.dir.path().join("batch5.mlir");
+    std::fs::copy(corpus("cpu/mlp.a_batch5.generic.mlir"), &batch5).expect("copy");
+    success(&mut s.exec(&batch5, &out));
+    assert_eq!(s.runs(), 2);
+    // Same name, other binary: its digest is part of the key.
+    write_compiler(&s.compiler, "2");
+    success(&mut s.exec(&s.module, &out));
+    assert_eq!(s.runs(), 3);
+    assert!(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .ends_with("compiled-by-2\n")
+    );
+    // An extra argument is a miss too.
+    success(s.exec(&s.module, &out).arg("--fast"));
+    assert_eq!(s.runs(), 4);
+}
+
+#[test]
+fn failures_are_remembered_replayed_and_retried_on_request() {
+    let s = Setup::new();
+    let out = s.dir.path().join("out.bin");
+    let first = s
+        .exec(&s.module, &out)
+        .env("FAIL", "1")
+        .output()
+        .expect("run");
+    assert_eq!(first.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&first.stderr).contains("error: cannot compile"));
+    // Replayed without compiling: same status, same stderr.
+    let replay = s.exec(&s.module, &out).output().expect("run");
+    assert_eq!(replay.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&replay.stderr);
+    assert!(stderr.contains("error: cannot compile"), "{stderr}");
+    assert!(
+        stderr.contains("replaying the remembered failure"),
+        "{stderr}"
+    );
+    assert_eq!(s.runs(), 1);
+    // --retry_failed_compilation compiles again and stores the success.
+    success(
+        s.exec(&s.module, &out)
+            .env("MLIR_CACHE_KEY_FLAGS", "--retry_failed_compilation"),
+    );
+    assert_eq!(s.runs(), 2);
+    success(&mut s.exec(&s.module, &out));
+    assert_eq!(s.runs(), 2, "the new success is reused");
+}
+
+#[test]
+fn eight_concurrent_execs_compile_once() {
+    let s = Setup::new();
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            let out = s.dir.path().join(format!("out{i}.bin"));
+            let child = s
+                .exec(&s.module, &out)
+                .env("SLEEP", "1")
+                .spawn()
+                .expect("spawn");
+            (child, out)
+        })
+        .collect();
+    let mut outputs = Vec::new();
+    for (child, out) in children {
+        let result = child.wait_with_output().expect("wait");
+        assert!(result.status.success());
+        outputs.push(std::fs::read(out).expect("output"));
+    }
+    assert_eq!(s.runs(), 1, "one compile for eight processes");
+    assert!(outputs.windows(2).all(|w| w[0] == w[1]));
+}
+
+#[test]
+fn real_mlir_opt_as_the_compiler() {
+    let s = Setup::new();
+    let out = s.dir.path().join("module.mlirbc");
+    let run = || {
+        let mut command = bin();
+        command
+            .arg("--cache-dir")
+            .arg(s.cache())
+            .args(["exec", "--input"])
+            .arg(&s.module)
+            .arg("--output")
+            .arg(&out)
+            .args([
+                "--",
+                "/usr/lib/llvm-22/bin/mlir-opt",
+                "--allow-unregistered-dialect",
+                "--emit-bytecode",
+            ])
+            .arg(&s.module)
+            .arg("-o")
+            .arg(&out);
+        command
+    };
+    success(&mut run());
+    let compiled = std::fs::read(&out).expect("output");
+    std::fs::remove_file(&out).expect("remove");
+    success(&mut run());
+    assert_eq!(std::fs::read(&out).expect("output"), compiled);
+    let stats: serde_json::Value = serde_json::from_slice(&success(
+        bin()
+            .arg("--cache-dir")
+            .arg(s.cache())
+            .args(["cache", "stats", "--json"]),
+    ))
+    .expect("json");
+    assert_eq!(stats["entries"], 1);
+    assert_eq!(stats["hits"], 1);
+    assert_eq!(stats["misses"], 1);
+}
+
+#[test]
+fn no_cache_runs_the_compiler_every_time() {
+    let s = Setup::new();
+    let out = s.dir.path().join("out.bin");
+    for _ in 0..2 {
+        success(
+            s.exec(&s.module, &out)
+                .env("MLIR_CACHE_KEY_FLAGS", "--no_cache"),
+        );
+    }
+    assert_eq!(s.runs(), 2);
+    assert!(!s.cache().exists());
+}
+
+#[test]
+fn cache_management_commands() {
+    let s = Setup::new();
+    success(&mut s.exec(&s.module, &s.dir.path().join("out.bin")));
+    let cache = |args: &[&str]| {
+        let mut c = bin();
+        c.arg("--cache-dir").arg(s.cache()).arg("cache").args(args);
+        c
+    };
+    let list = text(success(&mut cache(&["list"])));
+    assert!(list.contains("jit_mlp-"), "{list}");
+    let entries: serde_json::Value =
+        serde_json::from_slice(&success(&mut cache(&["list", "--json", "jit_*"]))).unwrap();
+    assert_eq!(entries.as_array().unwrap().len(), 1);
+    let key = entries[0]["key"].as_str().unwrap().to_string();
+    let fetched = success(&mut cache(&["get", &key]));
+    assert_eq!(
+        fetched,
+        std::fs::read(s.dir.path().join("out.bin")).unwrap()
+    );
+    let verify = text(success(&mut cache(&["verify"])));
+    assert!(verify.contains("\"entries\": 1"), "{verify}");
+    success(&mut cache(&["gc"]));
+    assert!(text(success(&mut cache(&["clear", "other_*"]))).starts_with("removed 0 entries"));
+    assert!(text(success(&mut cache(&["clear", "--all"]))).starts_with("removed 1 entries"));
+    let stderr = failure(&mut cache(&["get", &key]), 1);
+    assert!(stderr.contains("is not in the cache"), "{stderr}");
+    // put/get round trip with a hostile key refused.
+    let file = s.dir.path().join("blob");
+    std::fs::write(&file, b"artefact").unwrap();
+    success(cache(&["put", &key]).arg(&file));
+    assert_eq!(success(&mut cache(&["get", &key])), b"artefact");
+    let stderr = failure(cache(&["put", "../../etc-0000"]).arg(&file), 4);
+    assert!(stderr.contains("../../etc-0000"), "{stderr}");
+}
+
+#[test]
+fn bad_settings_and_hostile_cache_directories() {
+    let s = Setup::new();
+    let out = s.dir.path().join("out.bin");
+    let stderr = failure(
+        s.exec(&s.module, &out)
+            .env("MLIR_CACHE_KEY_FLAGS", "--cache_size=lots"),
+        2,
+    );
+    assert!(
+        stderr.contains("MLIR_CACHE_KEY_FLAGS") && stderr.contains("--cache_size=lots"),
+        "{stderr}"
+    );
+    let stderr = failure(
+        s.exec(&s.module, &out)
+            .env("MLIR_CACHE_KEY_FLAGS", "--cache_colour=red"),
+        2,
+    );
+    assert!(stderr.contains("unknown flag"), "{stderr}");
+    // A symlinked cache directory is refused.
+    let real = s.dir.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let link = s.dir.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let stderr = failure(
+        bin()
+            .env(
+                "MLIR_CACHE_KEY_FLAGS",
+                format!("--cache_dir={}", link.display()),
+            )
+            .args(["cache", "stats"]),
+        4,
+    );
+    assert!(stderr.contains("link: it is a symbolic link"), "{stderr}");
+    assert_eq!(s.runs(), 0);
+}
+
+#[test]
+fn module_names_cannot_build_paths() {
+    let s = Setup::new();
+    let hostile = s.dir.path().join("hostile.mlir");
+    let module = std::fs::read_to_string(&s.module)
+        .unwrap()
+        .replace("sym_name = \"jit_mlp\"", "sym_name = \"../../evil\"");
+    std::fs::write(&hostile, module).unwrap();
+    let stderr = failure(&mut s.exec(&hostile, &s.dir.path().join("out.bin")), 4);
+    assert!(stderr.contains("path separator"), "{stderr}");
+    assert_eq!(s.runs(), 0);
+}
