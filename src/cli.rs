@@ -2,6 +2,8 @@
 //! library. Errors print once, prefixed with the program name; exit codes are
 //! documented in README.md and [`error::Failure`].
 
+mod address_args;
+mod addresses;
 mod cache;
 mod canon;
 mod error;
@@ -12,6 +14,7 @@ mod key;
 mod key_args;
 mod logging;
 mod output;
+mod runs;
 mod settings;
 mod why;
 
@@ -56,6 +59,9 @@ enum Command {
     /// Inspect and manage the persistent cache.
     #[command(subcommand)]
     Cache(cache::Command),
+    /// Run records: what each run used at each address; export and import.
+    #[command(subcommand)]
+    Runs(runs::Command),
 }
 
 /// Parses the process arguments and runs the command.
@@ -94,5 +100,6 @@ fn run(cli: Cli) -> Result<ExitCode, error::CliError> {
         Command::Why(args) => why::run(args),
         Command::Exec(args) => exec::run(args, &cli.cache),
         Command::Cache(command) => cache::run(command, &cli.cache),
+        Command::Runs(command) => runs::run(command, &cli.cache),
     }
 }

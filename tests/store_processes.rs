@@ -609,7 +609,8 @@ fn writers_killed_at_random_instants_never_leave_a_wrong_entry() {
         present > 0,
         "no writer ever finished a put: the harness is not exercising anything"
     );
-    assert!(stats.puts > 0);
+    // (Counters are best-effort statistics: an index rebuilt after a kill
+    // starts them again, so `present` above is the harness's real check.)
     // What the killed writers left behind is swept.
     let gc = store.gc().unwrap();
     assert!(files_under(&cache.join("v1/tmp")).is_empty(), "{gc:?}");

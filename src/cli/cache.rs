@@ -1,9 +1,10 @@
 //! `mlir-cache-key cache …`: inspect and manage the persistent cache.
 
+use super::addresses;
 use super::error::CliError;
 use super::output;
 use super::settings::CacheOptions;
-use crate::store::{CacheKey, Clear, EntryState, EntrySummary, ListFilter, Lookup, SortBy, Store};
+use crate::store::{CacheKey, EntryState, EntrySummary, ListFilter, Lookup, SortBy, Store};
 use anyhow::{Context as _, anyhow};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -16,10 +17,21 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List entries, most recently used first.
+    /// List addresses (grouped by path) and what each holds.
     List {
-        /// Only modules whose name matches this glob (`jit_*`).
+        /// An address pattern: names or mapped values may be `*`
+        /// ('train-v1/answer[model:*]'); a path matches everything below it.
         pattern: Option<String>,
+        #[command(flatten)]
+        select: Select,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List content entries (with or without an address), most recently used first.
+    Entries {
+        /// Only modules whose name matches this glob (`jit_*`).
+        #[arg(long, value_name = "GLOB")]
+        name: Option<String>,
         #[arg(long, value_enum)]
         state: Option<StateArg>,
         /// Order: last-use (default), lru (eviction order) or name.
@@ -30,15 +42,23 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Remove entries: all of them, or those whose module name matches PATTERN.
+    /// Remove addresses matching PATTERN (or --all) and their artefacts;
+    /// artefacts a run record references are kept (for `cache adopt`).
     Clear {
-        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        /// An address pattern, as for `cache list`.
+        #[arg(conflicts_with = "all")]
         pattern: Option<String>,
+        /// Every address and every unreferenced entry.
         #[arg(long)]
         all: bool,
-        #[arg(long, value_enum)]
-        state: Option<StateArg>,
+        /// Content entries whose module name matches this glob.
+        #[arg(long, value_name = "GLOB", conflicts_with = "all")]
+        name: Option<String>,
+        #[command(flatten)]
+        select: Select,
     },
+    /// Put a run's entries back at their addresses.
+    Adopt { run: String },
     /// Re-check every entry's checksums (damaged ones are quarantined) and
     /// repair the index from the directory.
     Verify,
@@ -60,6 +80,20 @@ pub enum Command {
     },
 }
 
+/// Address selectors shared by `list` and `clear`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Select {
+    /// Only addresses whose local name (last path segment) is NAME.
+    #[arg(long, value_name = "NAME")]
+    pub step: Option<String>,
+    /// Only addresses whose entry is ok or failed.
+    #[arg(long, value_enum)]
+    pub state: Option<StateArg>,
+    /// Only addresses where run RUN met a cache conflict.
+    #[arg(long, value_name = "RUN")]
+    pub conflicts_in: Option<String>,
+}
+
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum StateArg {
     Ok,
@@ -73,7 +107,7 @@ pub enum SortArg {
     Name,
 }
 
-fn state(arg: Option<StateArg>) -> Option<EntryState> {
+pub(super) fn state(arg: Option<StateArg>) -> Option<EntryState> {
     arg.map(|s| match s {
         StateArg::Ok => EntryState::Ok,
         StateArg::Failed => EntryState::Failed,
@@ -118,13 +152,25 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
         }
         Command::List {
             pattern,
+            select,
+            json,
+        } => {
+            let chosen = addresses::select(&store, pattern.as_deref(), &select)?;
+            if json {
+                json_text(&chosen)?
+            } else {
+                addresses::table(&chosen)
+            }
+        }
+        Command::Entries {
+            name,
             state: s,
             sort,
             limit,
             json,
         } => {
             let filter = ListFilter {
-                name_glob: pattern,
+                name_glob: name,
                 state: state(s),
                 sort: match sort {
                     SortArg::LastUse => SortBy::LastUsed,
@@ -143,27 +189,10 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
         Command::Clear {
             pattern,
             all,
-            state: s,
-        } => {
-            let wanted = state(s);
-            let report = if all && wanted.is_none() {
-                store.clear(Clear::All)?
-            } else {
-                let glob = pattern
-                    .map(|p| glob::Pattern::new(&p))
-                    .transpose()
-                    .map_err(CliError::usage)?;
-                let keep = |e: &EntrySummary| {
-                    glob.as_ref().is_none_or(|g| g.matches(&e.name))
-                        && wanted.is_none_or(|w| w == e.state)
-                };
-                store.clear(Clear::Matching(&keep))?
-            };
-            format!(
-                "removed {} entries ({} bytes)\n",
-                report.removed, report.freed_bytes
-            )
-        }
+            name,
+            select,
+        } => addresses::clear(&store, pattern.as_deref(), all, name.as_deref(), &select)?,
+        Command::Adopt { run } => addresses::adopt(&store, &run)?,
         Command::Verify => {
             let progress = indicatif::ProgressBar::new(0);
             progress.set_style(
@@ -218,7 +247,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
     Ok(ExitCode::SUCCESS)
 }
 
-fn json_text<T: serde::Serialize>(value: &T) -> Result<String, CliError> {
+pub(super) fn json_text<T: serde::Serialize>(value: &T) -> Result<String, CliError> {
     let mut text = serde_json::to_string_pretty(value).map_err(CliError::other)?;
     text.push('\n');
     Ok(text)
@@ -248,7 +277,7 @@ fn table(entries: &[EntrySummary]) -> String {
 }
 
 /// Milliseconds since the epoch as an RFC 3339 UTC time.
-fn utc(ms: i64) -> String {
+pub(super) fn utc(ms: i64) -> String {
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_seconds(time).to_string()
 }

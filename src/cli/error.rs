@@ -13,6 +13,8 @@ pub enum Failure {
     Input = 3,
     /// The cache could not be opened or used (permissions, symlink, disk).
     Cache = 4,
+    /// A cache conflict: the address holds another fingerprint.
+    Conflict = 5,
 }
 
 impl Failure {

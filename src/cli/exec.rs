@@ -2,6 +2,7 @@
 //! compiler's binary and its arguments; returns the cached output, or runs the
 //! compiler and stores its output (or its failure).
 
+use super::address_args::AddressArgs;
 use super::canon::CanonFlags;
 use super::error::CliError;
 use super::input;
@@ -10,7 +11,10 @@ use crate::canon::{CanonicalModule, module_name};
 use crate::key::flags::FlagSources;
 use crate::key::{Accelerator, CompileOptionsInput, Computation, KeyInputs, KeyRecord, compute};
 use crate::mlir::{new_context, parse_module};
-use crate::store::{CacheKey, CompileLock, Digest, Failure, ListFilter, Lookup, SortBy, Store};
+use crate::store::{
+    Address, CacheKey, Claim, CompileLock, Digest, Failure, ListFilter, Lookup, Registry, RunEntry,
+    SortBy, Store,
+};
 use anyhow::{Context as _, anyhow};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
@@ -56,6 +60,8 @@ pub struct Args {
     lock_timeout: u64,
     #[command(flatten)]
     canon: CanonFlags,
+    #[command(flatten)]
+    address: AddressArgs,
     /// The compiler and its arguments; MODULE and FILE appear among them.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -70,25 +76,88 @@ pub fn run(args: Args, cache: &CacheOptions) -> Result<ExitCode, CliError> {
     };
     let key = CacheKey::from_parts(&record.module_name, Digest::parse(&record.sha256)?)?;
     let ingredients = serde_json::to_value(&record).map_err(CliError::other)?;
-    if let Some(code) = replay(store.get(&key)?, &args.output)? {
-        return Ok(code);
-    }
-    explain_miss(&store, &key, &record);
-    let lock = store.lock_for_compile(&key, Duration::from_secs(args.lock_timeout))?;
-    if matches!(lock, CompileLock::Acquired(_))
-        && let Some(code) = replay(store.recheck(&key)?, &args.output)?
+    let addressed = match args.address.address(&record.module_name)? {
+        Some(address) => Some(Addressed::check(
+            &store,
+            address,
+            &key,
+            &record,
+            &args.address,
+        )?),
+        None => None,
+    };
+    if let Some(Addressed {
+        stop: Some(code), ..
+    }) = &addressed
     {
-        return Ok(code);
+        return Ok(*code);
     }
-    let outcome = compile(&args)?;
+    let outcome = match store.get(&key)? {
+        Lookup::Miss => {
+            explain_miss(&store, &key, &record);
+            compile_once(&store, &key, &ingredients, &args)?
+        }
+        found => Served::Cached(replay(found, &args.output)?.unwrap_or(ExitCode::SUCCESS)),
+    };
+    let code = match &outcome {
+        Served::Cached(code) => *code,
+        Served::Compiled(outcome) => exit_of(outcome),
+    };
+    if let Some(addressed) = addressed
+        && let Some(state) = outcome.state(&store, &key)
+    {
+        return addressed.commit(&key, &ingredients, state, &args.address, code);
+    }
+    Ok(code)
+}
+
+/// How a result was served.
+enum Served {
+    /// A hit or a replayed failure, with its exit code.
+    Cached(ExitCode),
+    /// The compiler ran.
+    Compiled(Outcome),
+}
+
+impl Served {
+    /// The state a run records (`None`: nothing usable was produced).
+    fn state(&self, store: &Store, key: &CacheKey) -> Option<&'static str> {
+        match self {
+            Served::Compiled(Outcome::Success(_)) => Some("ok"),
+            Served::Compiled(Outcome::Failed(_)) => Some("failed"),
+            Served::Compiled(Outcome::Killed(_)) => None,
+            Served::Cached(_) => match store.summary_of(key.digest()) {
+                Ok(Some(summary)) if summary.state == crate::store::EntryState::Failed => {
+                    Some("failed")
+                }
+                _ => Some("ok"),
+            },
+        }
+    }
+}
+
+/// Looks up again under the compile lock, then compiles and stores.
+fn compile_once(
+    store: &Store,
+    key: &CacheKey,
+    ingredients: &Value,
+    args: &Args,
+) -> Result<Served, CliError> {
+    let lock = store.lock_for_compile(key, Duration::from_secs(args.lock_timeout))?;
+    if matches!(lock, CompileLock::Acquired(_))
+        && let Some(code) = replay(store.recheck(key)?, &args.output)?
+    {
+        return Ok(Served::Cached(code));
+    }
+    let outcome = compile(args)?;
     match &outcome {
         Outcome::Success(bytes) => {
-            if let Err(e) = store.put(&key, bytes, &ingredients) {
+            if let Err(e) = store.put(key, bytes, ingredients) {
                 tracing::warn!("could not store the artefact of {key}: {e}");
             }
         }
         Outcome::Failed(failure) => {
-            if let Err(e) = store.put_failure(&key, failure, &ingredients) {
+            if let Err(e) = store.put_failure(key, failure, ingredients) {
                 tracing::warn!("could not remember the failed compilation of {key}: {e}");
             }
         }
@@ -99,7 +168,147 @@ pub fn run(args: Args, cache: &CacheOptions) -> Result<ExitCode, CliError> {
         }
     }
     drop(lock);
-    Ok(exit_of(&outcome))
+    Ok(Served::Compiled(outcome))
+}
+
+/// A compilation at an address, within a run.
+struct Addressed {
+    registry: Registry,
+    address: Address,
+    run: String,
+    record: KeyRecord,
+    /// Set when the address already decided the outcome (a conflict).
+    stop: Option<ExitCode>,
+}
+
+impl Addressed {
+    /// Compares the address (and this run's earlier visits) with `key`
+    /// before anything is compiled.
+    fn check(
+        store: &Store,
+        address: Address,
+        key: &CacheKey,
+        record: &KeyRecord,
+        options: &AddressArgs,
+    ) -> Result<Addressed, CliError> {
+        let registry = store.registry()?;
+        let run = options.run_id()?;
+        let mut this = Addressed {
+            registry,
+            address,
+            run,
+            record: record.clone(),
+            stop: None,
+        };
+        match this
+            .registry
+            .claim(&this.address, &key.to_string(), &this.run)?
+        {
+            Claim::RunConflict { earlier_key } => return Err(this.run_conflict(&earlier_key, key)),
+            Claim::Conflict(existing) if !options.overwrite_cache_conflicts => {
+                let mut entry = this.line(key, "conflict");
+                entry.conflict_with = Some(existing.key.clone());
+                this.registry.record_conflict(&this.run, &entry)?;
+                this.report_conflict(&existing, key);
+                this.stop = Some(ExitCode::from(super::error::Failure::Conflict.code()));
+            }
+            _ => {}
+        }
+        Ok(this)
+    }
+
+    fn line(&self, key: &CacheKey, state: &str) -> RunEntry {
+        RunEntry {
+            address: self.address.to_string(),
+            key: key.to_string(),
+            digest: key.digest().to_string(),
+            state: state.to_string(),
+            time_ms: now_ms(),
+            conflict_with: None,
+        }
+    }
+
+    /// Records the result at the address, deciding again under the registry
+    /// lock (another run may have set it while we compiled).
+    fn commit(
+        self,
+        key: &CacheKey,
+        ingredients: &Value,
+        state: &str,
+        options: &AddressArgs,
+        code: ExitCode,
+    ) -> Result<ExitCode, CliError> {
+        let entry = self.line(key, state);
+        match self.registry.commit(
+            &self.address,
+            &entry,
+            &self.run,
+            ingredients,
+            options.overwrite_cache_conflicts,
+        )? {
+            Claim::RunConflict { earlier_key } => Err(self.run_conflict(&earlier_key, key)),
+            Claim::Conflict(existing) if !options.overwrite_cache_conflicts => {
+                self.report_conflict(&existing, key);
+                Ok(ExitCode::from(super::error::Failure::Conflict.code()))
+            }
+            Claim::Conflict(existing) => {
+                tracing::warn!(
+                    "overwrote the cache conflict at {}: {} → {key} (run {})",
+                    self.address,
+                    existing.key,
+                    self.run
+                );
+                Ok(code)
+            }
+            _ => Ok(code),
+        }
+    }
+
+    fn run_conflict(&self, earlier: &str, key: &CacheKey) -> CliError {
+        CliError {
+            kind: super::error::Failure::Conflict,
+            error: anyhow!(
+                "run {} reached address {} with two fingerprints: {earlier} (earlier) and {key}; \
+                 one address must name one program within a run",
+                self.run,
+                self.address
+            ),
+        }
+    }
+
+    fn report_conflict(&self, existing: &crate::store::AddressEntry, key: &CacheKey) {
+        let mut text = format!(
+            "cache conflict at {}\n  cached fingerprint: {} (set by run {})\n  new fingerprint:    {key}\n",
+            self.address, existing.key, existing.run
+        );
+        match serde_json::from_value::<KeyRecord>(existing.record.clone()) {
+            Ok(old) => {
+                text.push_str("  what moved:\n");
+                for line in crate::key::explain::explain(&old, &self.record)
+                    .to_string()
+                    .lines()
+                {
+                    text.push_str(&format!("    {line}\n"));
+                }
+            }
+            Err(_) => text.push_str("  (the cached fingerprint's ingredients were not recorded)\n"),
+        }
+        let pattern = self.address.to_string();
+        text.push_str(&format!(
+            "  nothing was overwritten; to resolve:\n    \
+             rerun with --overwrite-cache-conflicts to replace it for run {run}, or\n    \
+             mlir-cache-key cache clear '{pattern}' and rerun (clear, then resume), or\n    \
+             mlir-cache-key cache clear --conflicts-in {run} to clear every conflict of this run",
+            run = self.run
+        ));
+        eprintln!("mlir-cache-key: error: {text}");
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Serves a hit or a remembered failure (the store logs which); `None` on a miss.

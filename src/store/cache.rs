@@ -103,6 +103,9 @@ impl Store {
     pub fn open_with_clock(settings: &Settings, clock: Arc<dyn Clock>) -> Result<Store> {
         let layout = Layout::new(&settings.cache_dir);
         layout.ensure(settings.dir_mode)?;
+        // The registry exists before the index, which attaches it to spare pinned artefacts.
+        let registry = super::registry::Registry::open(&layout.registry_path())?;
+        drop(registry);
         let index = super::rebuild::open_index(&layout, settings, clock.as_ref(), false)?;
         Ok(Store {
             settings: settings.clone(),
@@ -114,6 +117,11 @@ impl Store {
 
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// The registry of addresses and run records of this cache.
+    pub fn registry(&self) -> Result<super::registry::Registry> {
+        super::registry::Registry::open(&self.layout.registry_path())
     }
 
     pub fn layout(&self) -> &Layout {

@@ -23,6 +23,17 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
+    /// The registry of addresses and run records failed.
+    #[error("cache registry {}: cannot {op}: {source}", path.display())]
+    Registry {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// An address or a run record that the registry refuses.
+    #[error("{0}")]
+    Refused(String),
     /// A key that does not have the form `<module name>-<64 lowercase hex digits>`.
     #[error("invalid cache key {key:?}: {reason}")]
     InvalidKey { key: String, reason: &'static str },

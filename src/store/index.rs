@@ -173,6 +173,9 @@ pub fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Re
 #[derive(Debug)]
 pub struct Index {
     conn: Connection,
+    /// The registry beside the index is attached: eviction spares artefacts
+    /// that run records reference.
+    pins: bool,
 }
 
 fn row_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
@@ -264,7 +267,16 @@ impl Index {
             )));
         }
         let populated = meta("populated")?.as_deref() == Some("1");
-        Ok((Index { conn }, populated))
+        let registry = path.with_file_name(super::registry::REGISTRY_FILE);
+        let pins = registry.is_file();
+        if pins {
+            conn.execute(
+                "ATTACH DATABASE ?1 AS registry",
+                [registry.to_string_lossy()],
+            )
+            .map_err(OpenFailure::Error)?;
+        }
+        Ok((Index { conn, pins }, populated))
     }
 
     /// Marks the index as reflecting the directory.
@@ -422,10 +434,15 @@ impl Index {
             return Ok(step);
         }
         let victims: Vec<(String, u64)> = {
-            let mut stmt = tx.prepare_cached(
+            let mut stmt = tx.prepare_cached(if self.pins {
                 "SELECT digest, size FROM entries WHERE last_used < ?1 AND digest <> ?2 \
-                 ORDER BY last_used, digest LIMIT ?3",
-            )?;
+                 AND NOT EXISTS (SELECT 1 FROM registry.run_entries r \
+                   WHERE r.digest = entries.digest AND r.state <> 'conflict') \
+                 ORDER BY last_used, digest LIMIT ?3"
+            } else {
+                "SELECT digest, size FROM entries WHERE last_used < ?1 AND digest <> ?2 \
+                 ORDER BY last_used, digest LIMIT ?3"
+            })?;
             let rows = stmt.query_map(
                 params![protect_from, exclude.unwrap_or(""), to_i64(batch as u64)],
                 |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64)),

@@ -10,6 +10,7 @@
 //!     locks/<hh>/<64-hex>.lock  advisory compile locks (one per key being compiled)
 //!     locks/index.lock        serialises creating and repairing the index
 //!     index.sqlite            the index (a cache of the directory's truth)
+//!     registry.sqlite         addresses and run records (durable: not rebuildable)
 //! ```
 //!
 //! Only a validated [`Digest`] builds an entry or lock path.
@@ -101,6 +102,10 @@ impl Layout {
         &self.index
     }
     /// The lock that serialises creating or repairing the index.
+    pub fn registry_path(&self) -> PathBuf {
+        self.base.join(super::registry::REGISTRY_FILE)
+    }
+
     pub fn index_lock_path(&self) -> PathBuf {
         self.locks.join("index.lock")
     }

@@ -11,11 +11,14 @@
 //! - `cache`: open, get, put; `read`: verified reads; `transfer`: export/import of entries; `compile`: get-or-compile under the per-key lock; `evict`: LRU under TTL; `manage`: stats, list, clear, verify, gc;
 //! - `lock`: advisory compile locks; `quarantine`: moving damaged files aside;
 //! - `clock`: injectable time; `fsutil`: no-follow opens and ownership checks;
-//! - `storage`: the narrow `Storage` trait a remote tier can implement.
+//! - `storage`: the narrow `Storage` trait a remote tier can implement;
+//! - `address`, `registry`: readable addresses and immutable run records (SPEC §4), durable
+//!   beside the index; eviction never removes an artefact a run record references.
 //!
 //! A compile wrapper calls [`Store::get_or_compile`]; or, by hand: `get`; on a miss
 //! `lock_for_compile`; if acquired, `get` again; compile; `put` or `put_failure`; drop the guard.
 
+pub mod address;
 mod atomic;
 mod cache;
 mod clock;
@@ -32,10 +35,12 @@ mod manage;
 mod quarantine;
 mod read;
 mod rebuild;
+mod registry;
 mod settings;
 mod storage;
 mod transfer;
 
+pub use address::{Address, AddressError, AddressPattern};
 pub use cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
 pub use compile::Compiled;
@@ -48,6 +53,7 @@ pub use layout::Layout;
 pub use lock::{CompileGuard, CompileLock};
 pub use manage::{Clear, ClearReport, EntrySummary, GcReport, Stats};
 pub use rebuild::RebuildReport;
+pub use registry::{AddressEntry, Claim, REGISTRY_FILE, Registry, RunEntry, RunSummary};
 pub use settings::{
     DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_TTL_DAYS, FLAGS_VAR, LogLevel, Settings,
     SettingsOverrides, parse_dir_mode, parse_log_level, parse_size, parse_ttl_days,

@@ -1,0 +1,103 @@
+//! Addresses and runs on the command line (SPEC §4).
+
+use super::error::CliError;
+use crate::store::Address;
+use anyhow::anyhow;
+
+/// Environment variable naming the run all processes of a job belong to.
+pub const RUN_VAR: &str = "MLIR_CACHE_KEY_RUN";
+
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct AddressArgs {
+    /// The address to store the result at, e.g. 'train-v1/answer[model:"small"]'
+    /// (instead of the derived NAMESPACE/STEP[MAPPED]).
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["namespace", "step", "override_address_prefix"])]
+    pub address: Option<String>,
+    /// Root namespace of the derived address [default: root].
+    #[arg(long, value_name = "NAME")]
+    pub namespace: Option<String>,
+    /// The step's local name [default: the module's sym_name].
+    #[arg(long, value_name = "NAME")]
+    pub step: Option<String>,
+    /// A mapped key of the address, KEY=VALUE (repeatable).
+    #[arg(long = "map", value_name = "KEY=VALUE")]
+    pub mapped: Vec<String>,
+    /// Replaces the derived NAMESPACE/STEP prefix (mapped keys are still appended).
+    #[arg(long, value_name = "PREFIX")]
+    pub override_address_prefix: Option<String>,
+    /// The run this compilation belongs to [default: $MLIR_CACHE_KEY_RUN, else a fresh id].
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+    /// Replace the fingerprint at a conflicting address, for this run.
+    #[arg(long)]
+    pub overwrite_cache_conflicts: bool,
+}
+
+impl AddressArgs {
+    fn wanted(&self) -> bool {
+        self.address.is_some()
+            || self.namespace.is_some()
+            || self.step.is_some()
+            || !self.mapped.is_empty()
+            || self.override_address_prefix.is_some()
+    }
+
+    /// The address, when any address option was given.
+    pub fn address(&self, module_name: &str) -> Result<Option<Address>, CliError> {
+        if !self.wanted() {
+            return Ok(None);
+        }
+        if let Some(text) = &self.address {
+            let mut address = Address::parse(text).map_err(CliError::usage)?;
+            if !self.mapped.is_empty() {
+                let mut mapped = address.mapped().to_vec();
+                mapped.extend(self.mapped_pairs()?);
+                address = Address::new(address.path().to_vec(), mapped).map_err(CliError::usage)?;
+            }
+            return Ok(Some(address));
+        }
+        let path: Vec<String> = match &self.override_address_prefix {
+            Some(prefix) => prefix.split('/').map(str::to_string).collect(),
+            None => vec![
+                self.namespace.clone().unwrap_or_else(|| "root".into()),
+                self.step.clone().unwrap_or_else(|| module_name.to_string()),
+            ],
+        };
+        Address::new(path, self.mapped_pairs()?)
+            .map(Some)
+            .map_err(CliError::usage)
+    }
+
+    fn mapped_pairs(&self) -> Result<Vec<(String, String)>, CliError> {
+        self.mapped
+            .iter()
+            .map(|pair| {
+                pair.split_once('=')
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .ok_or_else(|| CliError::usage(anyhow!("--map {pair:?}: expected KEY=VALUE")))
+            })
+            .collect()
+    }
+
+    /// The run id: `--run`, else the environment, else a fresh one.
+    pub fn run_id(&self) -> Result<String, CliError> {
+        let id = match (&self.run, std::env::var(RUN_VAR)) {
+            (Some(id), _) => id.clone(),
+            (None, Ok(id)) if !id.is_empty() => id,
+            _ => fresh_run_id(),
+        };
+        crate::store::address::check_run_id(&id)
+            .map_err(|reason| CliError::usage(anyhow!("run id {id:?}: {reason}")))?;
+        Ok(id)
+    }
+}
+
+/// `run-<UTC time>-<pid>`: unique per process, sortable by time.
+fn fresh_run_id() -> String {
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    format!(
+        "run-{}-{}",
+        now.replace([':', '-'], "").trim_end_matches('Z'),
+        std::process::id()
+    )
+}

@@ -1,0 +1,218 @@
+//! Address views and operations behind `cache list`, `cache clear` and
+//! `cache adopt` (SPEC §4).
+
+use super::cache::{Select, state, utc};
+use super::error::CliError;
+use crate::store::{Address, AddressPattern, Clear, Digest, EntrySummary, Registry, Store};
+use anyhow::anyhow;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+/// One address as listed.
+#[derive(Debug, Clone, Serialize)]
+pub struct AddressView {
+    pub address: String,
+    pub state: String,
+    pub key: String,
+    pub run: String,
+    pub updated: String,
+    /// With `--conflicts-in RUN`: the fingerprint that run brought.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conflicting_key: Option<String>,
+}
+
+/// Addresses matching the pattern and selectors, sorted.
+pub fn select(
+    store: &Store,
+    pattern: Option<&str>,
+    select: &Select,
+) -> Result<Vec<AddressView>, CliError> {
+    let registry = store.registry()?;
+    let pattern = pattern
+        .map(AddressPattern::parse)
+        .transpose()
+        .map_err(CliError::usage)?;
+    let conflicts: Option<BTreeMap<String, String>> = match &select.conflicts_in {
+        None => None,
+        Some(run) => Some(
+            registry
+                .run(run)?
+                .ok_or_else(|| CliError::usage(anyhow!("no run {run} in this cache")))?
+                .into_iter()
+                .filter(|line| line.state == "conflict")
+                .map(|line| (line.address, line.key))
+                .collect(),
+        ),
+    };
+    let wanted_state = state(select.state).map(|s| s.as_str().to_string());
+    let mut out = Vec::new();
+    for entry in registry.addresses()? {
+        let Ok(address) = Address::parse(&entry.address) else {
+            continue;
+        };
+        let keep = pattern.as_ref().is_none_or(|p| p.matches(&address))
+            && select.step.as_ref().is_none_or(|s| *s == entry.local_name)
+            && wanted_state.as_ref().is_none_or(|s| *s == entry.state)
+            && conflicts
+                .as_ref()
+                .is_none_or(|c| c.contains_key(&entry.address));
+        if keep {
+            out.push(AddressView {
+                conflicting_key: conflicts
+                    .as_ref()
+                    .and_then(|c| c.get(&entry.address).cloned()),
+                address: entry.address,
+                state: entry.state,
+                key: entry.key,
+                run: entry.run,
+                updated: utc(entry.updated_ms),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Aligned rows, grouped by address path (mapped keys indented below it).
+pub fn table(views: &[AddressView]) -> String {
+    let mut out = String::new();
+    if views.is_empty() {
+        out.push_str("no addresses\n");
+        return out;
+    }
+    let mut groups: BTreeMap<&str, Vec<&AddressView>> = BTreeMap::new();
+    for view in views {
+        let path = view.address.split('[').next().unwrap_or(&view.address);
+        groups.entry(path).or_default().push(view);
+    }
+    let width = views
+        .iter()
+        .map(|v| v.address.len() - v.address.split('[').next().map_or(0, str::len))
+        .max()
+        .unwrap_or(0)
+        .max(2);
+    for (path, members) in groups {
+        let _ = writeln!(
+            out,
+            "{path}  ({} address{})",
+            members.len(),
+            if members.len() == 1 { "" } else { "es" }
+        );
+        for v in members {
+            let mapped = &v.address[path.len()..];
+            let mapped = if mapped.is_empty() { "-" } else { mapped };
+            let _ = write!(
+                out,
+                "  {mapped:<width$}  {:<6}  {}  {}  (run {})",
+                v.state, v.updated, v.key, v.run
+            );
+            if let Some(theirs) = &v.conflicting_key {
+                let _ = write!(
+                    out,
+                    "\n  {:<width$}  conflict: the run brought {theirs}",
+                    ""
+                );
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Content entries that no run record references (only those may go).
+fn unpinned(registry: &Registry, entry: &EntrySummary) -> bool {
+    !registry.is_pinned(&entry.digest).unwrap_or(true)
+}
+
+pub fn clear(
+    store: &Store,
+    pattern: Option<&str>,
+    all: bool,
+    name: Option<&str>,
+    selectors: &Select,
+) -> Result<String, CliError> {
+    let registry = store.registry()?;
+    let selective = pattern.is_some()
+        || selectors.step.is_some()
+        || selectors.state.is_some()
+        || selectors.conflicts_in.is_some();
+    if !all && name.is_none() && !selective {
+        return Err(CliError::usage(anyhow!(
+            "say what to clear: an address PATTERN, --all, --name GLOB, --step, --state or --conflicts-in"
+        )));
+    }
+    let mut removed_addresses = 0;
+    let mut digests: BTreeSet<String> = BTreeSet::new();
+    if all || selective {
+        let chosen = if all {
+            select(store, None, &Select::default())?
+        } else {
+            select(store, pattern, selectors)?
+        };
+        for view in &chosen {
+            if registry.remove_address(&view.address)? {
+                removed_addresses += 1;
+                digests.insert(view.key.rsplit('-').next().unwrap_or_default().to_string());
+            }
+        }
+    }
+    let still_addressed: BTreeSet<String> = registry
+        .addresses()?
+        .into_iter()
+        .map(|a| a.digest)
+        .collect();
+    let glob = name
+        .map(glob::Pattern::new)
+        .transpose()
+        .map_err(CliError::usage)?;
+    let report = store.clear(Clear::Matching(&|entry: &EntrySummary| {
+        let chosen = all
+            || digests.contains(&entry.digest)
+            || glob.as_ref().is_some_and(|g| g.matches(&entry.name));
+        chosen && !still_addressed.contains(&entry.digest) && unpinned(&registry, entry)
+    }))?;
+    // What a run record kept is still there.
+    let mut kept = 0u64;
+    for digest in &digests {
+        if let Ok(d) = Digest::parse(digest)
+            && store.summary_of(&d)?.is_some()
+        {
+            kept += 1;
+        }
+    }
+    Ok(format!(
+        "removed {removed_addresses} addresses and {} entries ({} bytes); kept {kept} entries still referenced by a run record or another address\n",
+        report.removed, report.freed_bytes
+    ))
+}
+
+pub fn adopt(store: &Store, run: &str) -> Result<String, CliError> {
+    let registry = store.registry()?;
+    let lines = registry
+        .run(run)?
+        .ok_or_else(|| CliError::usage(anyhow!("no run {run} in this cache")))?;
+    let (mut adopted, mut missing) = (0, Vec::new());
+    for line in lines.iter().filter(|l| l.state != "conflict") {
+        let address = Address::parse(&line.address).map_err(CliError::other)?;
+        let digest = Digest::parse(&line.digest)?;
+        match store.read_metadata(&digest)? {
+            Some(meta) if meta.key == line.key => {
+                registry.set_address(&address, line, run, &meta.ingredients)?;
+                adopted += 1;
+            }
+            _ => missing.push(format!("{} ({})", line.address, line.key)),
+        }
+    }
+    let mut out = format!("adopted {adopted} addresses from run {run}\n");
+    if !missing.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} artefacts are no longer in the cache:",
+            missing.len()
+        );
+        for m in missing {
+            let _ = writeln!(out, "  {m}");
+        }
+    }
+    Ok(out)
+}
