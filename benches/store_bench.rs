@@ -259,6 +259,30 @@ fn main() {
         }
         println!();
     }
+    if let Ok(path) = std::env::var("STORE_BENCH_JSON") {
+        let rows: Vec<_> = caches
+            .iter()
+            .enumerate()
+            .map(|(ci, c)| {
+                let ops: serde_json::Map<String, serde_json::Value> = names
+                    .iter()
+                    .enumerate()
+                    .map(|(o, name)| {
+                        let r = results[o][ci];
+                        (
+                            name.to_string(),
+                            json!({"wall_us": r.wall, "cpu_us": r.cpu}),
+                        )
+                    })
+                    .collect();
+                json!({"entries": c.n, "ops": ops})
+            })
+            .collect();
+        if let Err(e) = std::fs::write(&path, serde_json::to_vec_pretty(&rows).unwrap_or_default())
+        {
+            eprintln!("cannot write {path}: {e}");
+        }
+    }
     if let (Some(a), Some(b)) = (caches.first(), caches.last())
         && b.n > a.n
     {
