@@ -29,21 +29,13 @@ fn read_module(path: &str) -> Vec<u8> {
     }
 }
 
-/// Peak resident memory since the last reset, in bytes (Linux).
-fn peak_rss() -> u64 {
+/// A `/proc/self/status` memory field (`VmHWM`: peak since the last reset,
+/// `VmRSS`: now), in bytes (Linux).
+fn status_bytes(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
-fn current_rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kb| kb * 1024)
 }
@@ -54,9 +46,9 @@ fn peak_extra(f: impl FnOnce()) -> u64 {
     // SAFETY: malloc_trim only releases free memory.
     unsafe { libc::malloc_trim(0) };
     let _ = std::fs::write("/proc/self/clear_refs", "5");
-    let base = current_rss();
+    let base = status_bytes("VmRSS");
     f();
-    peak_rss().saturating_sub(base)
+    status_bytes("VmHWM").saturating_sub(base)
 }
 
 struct Stats {

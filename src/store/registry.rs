@@ -45,6 +45,10 @@ CREATE TABLE IF NOT EXISTS run_entries(
 CREATE INDEX IF NOT EXISTS run_entries_by_digest ON run_entries(digest);
 ";
 
+/// The columns `row_to_address` reads.
+const SELECT_ADDRESS: &str =
+    "SELECT address, local_name, key, digest, state, run, updated_ms, record FROM addresses";
+
 /// What an address holds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AddressEntry {
@@ -130,24 +134,7 @@ impl Registry {
 
     /// Compares `key` with what the address (and this run) recorded.
     pub fn claim(&self, address: &Address, key: &str, run: &str) -> Result<Claim> {
-        let text = address.to_string();
-        let earlier: Option<String> = self
-            .conn
-            .query_row(
-                "SELECT key FROM run_entries WHERE run = ?1 AND address = ?2 AND state <> 'conflict'",
-                params![run, text],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(self.error("read a run record"))?;
-        if let Some(earlier_key) = earlier.filter(|k| k != key) {
-            return Ok(Claim::RunConflict { earlier_key });
-        }
-        Ok(match self.address(&text)? {
-            None => Claim::Free,
-            Some(entry) if entry.key == key => Claim::Same,
-            Some(entry) => Claim::Conflict(Box::new(entry)),
-        })
+        decide(&self.conn, &address.to_string(), key, run).map_err(self.error("read an address"))
     }
 
     /// Records what this run did at `address`, deciding again under the
@@ -164,30 +151,10 @@ impl Registry {
         overwrite: bool,
     ) -> Result<Claim> {
         self.immediately("record a run", |conn| {
-            let text = address.to_string();
-            let earlier: Option<String> = conn
-                .query_row(
-                    "SELECT key FROM run_entries WHERE run = ?1 AND address = ?2 AND state <> 'conflict'",
-                    params![run, text],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            if let Some(earlier_key) = earlier.filter(|k| *k != entry.key) {
-                return Ok(Claim::RunConflict { earlier_key });
+            let claim = decide(conn, &address.to_string(), &entry.key, run)?;
+            if matches!(claim, Claim::RunConflict { .. }) {
+                return Ok(claim);
             }
-            let current = conn
-                .query_row(
-                    "SELECT address, local_name, key, digest, state, run, updated_ms, record
-                     FROM addresses WHERE address = ?1",
-                    [&text],
-                    row_to_address,
-                )
-                .optional()?;
-            let claim = match current {
-                None => Claim::Free,
-                Some(c) if c.key == entry.key => Claim::Same,
-                Some(c) => Claim::Conflict(Box::new(c)),
-            };
             conn.execute(
                 "INSERT OR IGNORE INTO runs(run, created_ms) VALUES (?1, ?2)",
                 params![run, entry.time_ms],
@@ -241,8 +208,7 @@ impl Registry {
     pub fn address(&self, address: &str) -> Result<Option<AddressEntry>> {
         self.conn
             .query_row(
-                "SELECT address, local_name, key, digest, state, run, updated_ms, record
-                 FROM addresses WHERE address = ?1",
+                &format!("{SELECT_ADDRESS} WHERE address = ?1"),
                 [address],
                 row_to_address,
             )
@@ -254,10 +220,7 @@ impl Registry {
     pub fn addresses(&self) -> Result<Vec<AddressEntry>> {
         let mut stmt = self
             .conn
-            .prepare(
-                "SELECT address, local_name, key, digest, state, run, updated_ms, record
-                 FROM addresses ORDER BY address",
-            )
+            .prepare(&format!("{SELECT_ADDRESS} ORDER BY address"))
             .map_err(self.error("list addresses"))?;
         let rows = stmt
             .query_map([], row_to_address)
@@ -394,6 +357,32 @@ impl Registry {
             .map(|found| found.is_some())
             .map_err(self.error("read run records"))
     }
+}
+
+/// What `key` meets at `address`: this run's earlier visit, then the address.
+fn decide(conn: &Connection, address: &str, key: &str, run: &str) -> rusqlite::Result<Claim> {
+    let earlier: Option<String> = conn
+        .query_row(
+            "SELECT key FROM run_entries WHERE run = ?1 AND address = ?2 AND state <> 'conflict'",
+            params![run, address],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if let Some(earlier_key) = earlier.filter(|k| k != key) {
+        return Ok(Claim::RunConflict { earlier_key });
+    }
+    let current = conn
+        .query_row(
+            &format!("{SELECT_ADDRESS} WHERE address = ?1"),
+            [address],
+            row_to_address,
+        )
+        .optional()?;
+    Ok(match current {
+        None => Claim::Free,
+        Some(c) if c.key == key => Claim::Same,
+        Some(c) => Claim::Conflict(Box::new(c)),
+    })
 }
 
 fn upsert_address(
