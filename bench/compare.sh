@@ -46,6 +46,14 @@ for m in "${modules[@]}"; do
 done
 printf '%s\n' "${cli_rows[@]}" > "$out/cli.txt"
 
+# Our steps (best of runs), for the per-step table.
+: > "$out/steps.txt"
+for m in "${modules[@]}"; do
+  for _ in $(seq "$runs"); do
+    target/release/mlir-cache-key canon --timings --digest "$m" 2>&1 >/dev/null | sed "s|^|$m |" >> "$out/steps.txt"
+  done
+done
+
 python3 - "$out" <<'PY'
 import json, statistics, sys
 out = sys.argv[1]
@@ -69,6 +77,23 @@ for j, o in zip(jax, ours):
     p = o["peak_extra_bytes"]
     print(f"| {j['module'].split('/')[-1]} | {j['peak_extra_bytes']/1e6:.1f} MB | {p['write_discarded']/1e6:.2f} MB "
           f"| {p['streamed_key']/1e6:.2f} MB | {p['materialised_bytes']/1e6:.2f} MB |")
+print()
+steps = {}
+for line in open(f"{out}/steps.txt"):
+    path, rest = line.split(" ", 1)
+    if "ms" not in rest:
+        continue
+    name, value = rest.rsplit(":", 1)
+    key = (path, name.strip())
+    steps[key] = min(steps.get(key, float("inf")), float(value.split()[0]))
+print("| module | step | JAX (best) | ours (best) | JAX / ours |")
+print("|---|---|---|---|---|")
+for j in jax:
+    for step in ("clone", "strip-debuginfo", "write", "hash"):
+        ours_ms = steps.get((j["module"], step))
+        jax_ms = j["steps_best_ms"][step]
+        if ours_ms:
+            print(f"| {j['module'].split('/')[-1]} | {step} | {jax_ms:.1f} ms | {ours_ms:.1f} ms | {jax_ms/ours_ms:.2f}x |")
 print()
 print("| CLI `key` (whole process, parse included) | best | median |")
 print("|---|---|---|")
