@@ -10,6 +10,7 @@
 //!     locks/<hh>/<64-hex>.lock  advisory compile locks (one per key being compiled)
 //!     locks/index.lock        serialises creating and repairing the index
 //!     index.sqlite            the index (a cache of the directory's truth)
+//!     remote-down.json        "the remote tier is down until T" (remote/breaker.rs), if it is
 //! ```
 //!
 //! Only a validated [`Digest`] builds an entry or lock path.
@@ -99,6 +100,10 @@ impl Layout {
     }
     pub fn index_path(&self) -> &Path {
         &self.index
+    }
+    /// Where the remote tier's circuit breaker records "down until T".
+    pub fn remote_state_path(&self) -> PathBuf {
+        self.base.join(super::remote::STATE_FILE)
     }
     /// The lock that serialises creating or repairing the index.
     pub fn index_lock_path(&self) -> PathBuf {
