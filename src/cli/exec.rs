@@ -1,6 +1,8 @@
 //! `mlir-cache-key exec`: ccache-style wrapper. Keys the module, the
 //! compiler's binary and its arguments; returns the cached output, or runs the
-//! compiler and stores its output (or its failure).
+//! compiler and stores its output (or its failure). With `--remote`, the
+//! lookup and the writes go through the tiered cache (local, then the team's
+//! remote), and one host compiles a key at a time across the team.
 
 use super::canon::CanonFlags;
 use super::error::CliError;
@@ -10,7 +12,7 @@ use crate::canon::{CanonicalModule, module_name};
 use crate::key::flags::FlagSources;
 use crate::key::{Accelerator, CompileOptionsInput, Computation, KeyInputs, KeyRecord, compute};
 use crate::mlir::{new_context, parse_module};
-use crate::store::{CacheKey, CompileLock, Digest, Failure, ListFilter, Lookup, SortBy, Store};
+use crate::store::{CacheKey, Claim, Digest, Failure, ListFilter, Lookup, SortBy, Store, Tiered};
 use anyhow::{Context as _, anyhow};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
@@ -50,8 +52,8 @@ pub struct Args {
     /// A user string hashed into the key.
     #[arg(long, value_name = "S", default_value = "")]
     custom_hook: String,
-    /// Seconds to wait for another process compiling the same key before
-    /// compiling anyway.
+    /// Seconds to wait for another process (or, with a remote, another host)
+    /// compiling the same key before compiling anyway.
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     lock_timeout: u64,
     #[command(flatten)]
@@ -64,7 +66,7 @@ pub struct Args {
 pub fn run(args: Args, cache: &CacheOptions) -> Result<ExitCode, CliError> {
     let settings = cache.settings()?;
     let record = key_record(&args)?;
-    let Some(store) = Store::open_configured(&settings)? else {
+    let Some(store) = Tiered::open(&settings)? else {
         tracing::info!("caching is off (--no_cache): running the compiler");
         return Ok(exit_of(&compile(&args)?));
     };
@@ -73,13 +75,16 @@ pub fn run(args: Args, cache: &CacheOptions) -> Result<ExitCode, CliError> {
     if let Some(code) = replay(store.get(&key)?, &args.output)? {
         return Ok(code);
     }
-    explain_miss(&store, &key, &record);
-    let lock = store.lock_for_compile(&key, Duration::from_secs(args.lock_timeout))?;
-    if matches!(lock, CompileLock::Acquired(_))
-        && let Some(code) = replay(store.recheck(&key)?, &args.output)?
-    {
-        return Ok(code);
-    }
+    explain_miss(store.local(), &key, &record);
+    let claim = match store.claim(&key, Duration::from_secs(args.lock_timeout))? {
+        Claim::Found(found) => {
+            if let Some(code) = replay(found, &args.output)? {
+                return Ok(code);
+            }
+            None
+        }
+        Claim::Compile(claim) => Some(claim),
+    };
     let outcome = compile(&args)?;
     match &outcome {
         Outcome::Success(bytes) => {
@@ -98,7 +103,7 @@ pub fn run(args: Args, cache: &CacheOptions) -> Result<ExitCode, CliError> {
             );
         }
     }
-    drop(lock);
+    drop(claim);
     Ok(exit_of(&outcome))
 }
 
