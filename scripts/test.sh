@@ -33,7 +33,7 @@ redis-cli -h 127.0.0.1 -p "$redis_port" ping | grep -q PONG || {
   exit 1
 }
 export MCK_TEST_REDIS_URL="redis://127.0.0.1:$redis_port/0"
-echo "test: redis-server $(redis-server --version | cut -d' ' -f3) on $MCK_TEST_REDIS_URL" >&2
+echo "test: redis-server $(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p') on $MCK_TEST_REDIS_URL" >&2
 
 cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings

@@ -187,3 +187,30 @@ fn build_operator(url: &RemoteUrl, expiry: Option<Duration>) -> Result<Operator,
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_redis_operator_is_built_without_contacting_the_server() {
+        let url = RemoteUrl::parse("redis://127.0.0.1:1/0").unwrap();
+        assert!(build_operator(&url, Some(Duration::from_secs(60))).is_ok());
+    }
+
+    /// Only in builds with the features; there is no such service here to talk to.
+    #[cfg(feature = "remote-s3")]
+    #[test]
+    fn an_s3_operator_is_built_from_the_url() {
+        let url = RemoteUrl::parse("s3://bucket/team?endpoint=http://127.0.0.1:9&region=us-east-1")
+            .unwrap();
+        build_operator(&url, None).unwrap();
+    }
+
+    #[cfg(feature = "remote-gcs")]
+    #[test]
+    fn a_gcs_operator_is_built_from_the_url() {
+        let url = RemoteUrl::parse("gcs://bucket/team").unwrap();
+        build_operator(&url, None).unwrap();
+    }
+}
