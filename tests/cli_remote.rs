@@ -505,6 +505,40 @@ fn racing_hosts_compile_a_key_once() {
 }
 
 #[test]
+fn a_lease_is_renewed_while_a_long_compile_runs() {
+    let target = redis_or_skip!(redis::shared("lease_renewal"));
+    let team = Team::new(target.url());
+    // A one-second lease and a three-second compile: only renewal keeps host b waiting.
+    let flags = "--remote_lease=1";
+    let holder = team
+        .exec("a", "a.mlir")
+        .env("MLIR_CACHE_KEY_FLAGS", flags)
+        .env("SLEEP", "3")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(500));
+    let stderr = ok(team.exec("b", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
+    assert!(stderr.contains("Blocking waiting for"), "{stderr}");
+    let holder = holder.wait_with_output().expect("wait");
+    assert!(holder.status.success(), "{}", stderr_of(&holder));
+    assert!(
+        !stderr_of(&holder).contains("lost the compile lease"),
+        "{}",
+        stderr_of(&holder)
+    );
+    assert_eq!(
+        team.runs(),
+        1,
+        "the lease expired while its holder compiled"
+    );
+    assert_eq!(
+        read(&team.out("b", "a.mlir")),
+        read(&team.out("a", "a.mlir"))
+    );
+}
+
+#[test]
 fn a_dead_lease_holder_delays_but_never_blocks() {
     let target = redis_or_skip!(redis::shared("dead_holder"));
     let team = Team::new(target.url());
