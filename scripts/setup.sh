@@ -7,6 +7,7 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libclang1-22 libclang-common-22-dev libpolly-22-dev libzstd-dev
   cmake ninja-build python3
+  redis-server  # the remote-tier tests run a real Redis (brings redis-cli)
 )
 
 missing=()
@@ -31,4 +32,7 @@ fi
 
 for tool in mlir-opt FileCheck lit not llvm-config; do
   [ -x "/usr/lib/llvm-22/bin/$tool" ] || { echo "setup: /usr/lib/llvm-22/bin/$tool missing after install" >&2; exit 1; }
+done
+for tool in redis-server redis-cli; do
+  command -v "$tool" >/dev/null || { echo "setup: $tool missing after install" >&2; exit 1; }
 done

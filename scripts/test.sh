@@ -1,11 +1,39 @@
 #!/usr/bin/env bash
 # Runs every test: formatting and lints, the cargo tests (unit, integration,
-# real processes), and the lit + FileCheck suite over the mlir-opt plugin.
-# Installs missing Debian packages first (needs root; see scripts/setup.sh).
+# real processes, a real Redis), and the lit + FileCheck suite over the
+# mlir-opt plugin. Installs missing Debian packages first (needs root; see
+# scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
+
+# A Redis server for the remote-tier tests: loopback only, a free port, no
+# persistence, in a temporary directory; stopped on exit however we exit.
+# Tests that kill a server start their own; the others share this one, each
+# under its own key prefix.
+redis_dir=$(mktemp -d)
+redis_pid=
+stop_redis() {
+  if [ -n "$redis_pid" ]; then kill "$redis_pid" 2>/dev/null || true; wait "$redis_pid" 2>/dev/null || true; fi
+  rm -rf "$redis_dir"
+}
+trap stop_redis EXIT
+redis_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
+  --dir "$redis_dir" --logfile "$redis_dir/redis.log" &
+redis_pid=$!
+for _ in $(seq 100); do
+  if redis-cli -h 127.0.0.1 -p "$redis_port" ping 2>/dev/null | grep -q PONG; then break; fi
+  sleep 0.1
+done
+redis-cli -h 127.0.0.1 -p "$redis_port" ping | grep -q PONG || {
+  echo "test: redis-server did not start on port $redis_port:" >&2
+  cat "$redis_dir/redis.log" >&2
+  exit 1
+}
+export MCK_TEST_REDIS_URL="redis://127.0.0.1:$redis_port/0"
+echo "test: redis-server $(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p') on $MCK_TEST_REDIS_URL" >&2
 
 cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings

@@ -4,7 +4,9 @@ use super::addresses;
 use super::error::CliError;
 use super::output;
 use super::settings::CacheOptions;
-use crate::store::{CacheKey, EntryState, EntrySummary, ListFilter, Lookup, SortBy, Store};
+use crate::store::{
+    CacheKey, EntryState, EntrySummary, ListFilter, Lookup, SortBy, Stats, Store, Tiered,
+};
 use anyhow::{Context as _, anyhow};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -12,7 +14,8 @@ use std::process::ExitCode;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// Entries, bytes, hits, misses, failures, evictions.
+    /// Entries, bytes, hits, misses, failures, evictions; the remote tier's
+    /// hits, misses, writes, fallbacks and corrupt values.
     Stats {
         #[arg(long)]
         json: bool,
@@ -64,7 +67,8 @@ pub enum Command {
     Verify,
     /// Apply the size cap and time-to-live now; sweep stale temporary files.
     Gc,
-    /// Store FILE under KEY (`<name>-<64 hex>`), e.g. from `key`.
+    /// Store FILE under KEY (`<name>-<64 hex>`), e.g. from `key` (and on the
+    /// remote tier, if any).
     Put {
         key: String,
         file: PathBuf,
@@ -72,7 +76,8 @@ pub enum Command {
         #[arg(long, value_name = "REPORT")]
         record: Option<PathBuf>,
     },
-    /// Write the artefact stored under KEY to OUT (or stdout).
+    /// Write the artefact stored under KEY to OUT (or stdout), from the local
+    /// cache or else the remote tier.
     Get {
         key: String,
         #[arg(short, long, value_name = "OUT")]
@@ -126,28 +131,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             if json {
                 json_text(&stats)?
             } else {
-                let mut out = String::new();
-                let _ = writeln!(out, "cache directory     {}", stats.cache_dir.display());
-                let _ = writeln!(
-                    out,
-                    "entries             {} ({} failed)",
-                    stats.entries, stats.failed_entries
-                );
-                let _ = writeln!(
-                    out,
-                    "size                {} of {} bytes",
-                    stats.bytes, stats.max_size
-                );
-                let _ = writeln!(out, "time to live        {} days", stats.ttl_days);
-                let _ = writeln!(out, "hits / misses       {} / {}", stats.hits, stats.misses);
-                let _ = writeln!(out, "failures replayed   {}", stats.failures_replayed);
-                let _ = writeln!(out, "evictions           {}", stats.evictions);
-                let _ = writeln!(
-                    out,
-                    "corrupt entries     {} ({} files in quarantine)",
-                    stats.corrupt, stats.quarantined_files
-                );
-                out
+                stats_text(&stats)
             }
         }
         Command::List {
@@ -222,12 +206,12 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
                 .map_err(CliError::input)?,
                 None => serde_json::Value::Null,
             };
-            store.put(&key, &bytes, &ingredients)?;
+            Tiered::over(store).put(&key, &bytes, &ingredients)?;
             format!("stored {key}\n")
         }
         Command::Get { key, output: out } => {
             let key = CacheKey::parse(&key)?;
-            match store.get(&key)? {
+            match Tiered::over(store).get(&key)? {
                 Lookup::Hit(artefact) => {
                     output::write(out.as_deref(), &artefact.bytes)?;
                     return Ok(ExitCode::SUCCESS);
@@ -245,6 +229,56 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
     };
     output::stdout(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn stats_text(stats: &Stats) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "cache directory     {}", stats.cache_dir.display());
+    let _ = writeln!(
+        out,
+        "entries             {} ({} failed)",
+        stats.entries, stats.failed_entries
+    );
+    let _ = writeln!(
+        out,
+        "size                {} of {} bytes",
+        stats.bytes, stats.max_size
+    );
+    let _ = writeln!(out, "time to live        {} days", stats.ttl_days);
+    let _ = writeln!(out, "hits / misses       {} / {}", stats.hits, stats.misses);
+    let _ = writeln!(out, "failures replayed   {}", stats.failures_replayed);
+    let _ = writeln!(out, "evictions           {}", stats.evictions);
+    let _ = writeln!(
+        out,
+        "corrupt entries     {} ({} files in quarantine)",
+        stats.corrupt, stats.quarantined_files
+    );
+    let _ = writeln!(
+        out,
+        "remote              {}{}",
+        stats.remote.as_deref().unwrap_or("none"),
+        if stats.remote_read_only {
+            " (read-only)"
+        } else {
+            ""
+        }
+    );
+    if let Some(until) = stats.remote_down_until_ms {
+        let _ = writeln!(out, "remote down until   {}", utc(until));
+    }
+    let _ = writeln!(
+        out,
+        "remote hits/misses  {} / {}",
+        stats.remote_hits, stats.remote_misses
+    );
+    let _ = writeln!(out, "remote writes       {}", stats.remote_writes);
+    let _ = writeln!(
+        out,
+        "remote fallbacks    {} ({} errors, {} skipped while down)",
+        stats.remote_fallbacks, stats.remote_errors, stats.remote_skipped
+    );
+    let _ = writeln!(out, "remote corrupt      {}", stats.remote_corrupt);
+    out
 }
 
 pub(super) fn json_text<T: serde::Serialize>(value: &T) -> Result<String, CliError> {

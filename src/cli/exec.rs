@@ -1,6 +1,8 @@
 //! `mlir-cache-key exec`: ccache-style wrapper. Keys the module, the
 //! compiler's binary and its arguments; returns the cached output, or runs the
-//! compiler and stores its output (or its failure).
+//! compiler and stores its output (or its failure). With `--remote`, the
+//! lookup and the writes go through the tiered cache (local, then the team's
+//! remote), and one host compiles a key at a time across the team.
 
 use super::address_args::AddressArgs;
 use super::canon::CanonFlags;
@@ -12,8 +14,8 @@ use crate::key::flags::FlagSources;
 use crate::key::{Accelerator, CompileOptionsInput, Computation, KeyInputs, KeyRecord, compute};
 use crate::mlir::{new_context, parse_module};
 use crate::store::{
-    Address, CacheKey, Claim, CompileLock, Digest, Failure, ListFilter, Lookup, Registry, RunEntry,
-    SortBy, Store,
+    Address, AddressClaim, CacheKey, Claim, Digest, Failure, ListFilter, Lookup, Registry,
+    RunEntry, SortBy, Store, Tiered,
 };
 use anyhow::{Context as _, anyhow};
 use serde_json::{Value, json};
@@ -70,7 +72,7 @@ pub struct Args {
 pub fn run(args: Args, cache: &CacheOptions) -> Result<ExitCode, CliError> {
     let settings = cache.settings()?;
     let record = key_record(&args)?;
-    let Some(store) = Store::open_configured(&settings)? else {
+    let Some(store) = Tiered::open(&settings)? else {
         tracing::info!("caching is off (--no_cache): running the compiler");
         return Ok(exit_of(&compile(&args)?));
     };
@@ -78,7 +80,7 @@ pub fn run(args: Args, cache: &CacheOptions) -> Result<ExitCode, CliError> {
     let ingredients = serde_json::to_value(&record).map_err(CliError::other)?;
     let addressed = match args.address.address(&record.module_name)? {
         Some(address) => Some(Addressed::check(
-            &store,
+            store.local(),
             address,
             &key,
             &record,
@@ -94,7 +96,7 @@ pub fn run(args: Args, cache: &CacheOptions) -> Result<ExitCode, CliError> {
     }
     let outcome = match store.get(&key)? {
         Lookup::Miss => {
-            explain_miss(&store, &key, &record);
+            explain_miss(store.local(), &key, &record);
             compile_once(&store, &key, &ingredients, &args)?
         }
         found => Served::Cached(replay(found, &args.output)?.unwrap_or(ExitCode::SUCCESS)),
@@ -104,7 +106,7 @@ pub fn run(args: Args, cache: &CacheOptions) -> Result<ExitCode, CliError> {
         Served::Compiled(outcome) => exit_of(outcome),
     };
     if let Some(addressed) = addressed
-        && let Some(state) = outcome.state(&store, &key)
+        && let Some(state) = outcome.state(store.local(), &key)
     {
         return addressed.commit(&key, &ingredients, state, &args.address, code);
     }
@@ -136,19 +138,23 @@ impl Served {
     }
 }
 
-/// Looks up again under the compile lock, then compiles and stores.
+/// Claims the key (local lock, and the team's lease with a remote), uses a
+/// result that arrived meanwhile, else compiles and stores in both tiers.
 fn compile_once(
-    store: &Store,
+    store: &Tiered,
     key: &CacheKey,
     ingredients: &Value,
     args: &Args,
 ) -> Result<Served, CliError> {
-    let lock = store.lock_for_compile(key, Duration::from_secs(args.lock_timeout))?;
-    if matches!(lock, CompileLock::Acquired(_))
-        && let Some(code) = replay(store.recheck(key)?, &args.output)?
-    {
-        return Ok(Served::Cached(code));
-    }
+    let claim = match store.claim(key, Duration::from_secs(args.lock_timeout))? {
+        Claim::Found(found) => {
+            if let Some(code) = replay(found, &args.output)? {
+                return Ok(Served::Cached(code));
+            }
+            None
+        }
+        Claim::Compile(claim) => Some(claim),
+    };
     let outcome = compile(args)?;
     match &outcome {
         Outcome::Success(bytes) => {
@@ -167,7 +173,7 @@ fn compile_once(
             );
         }
     }
-    drop(lock);
+    drop(claim);
     Ok(Served::Compiled(outcome))
 }
 
@@ -204,8 +210,10 @@ impl Addressed {
             .registry
             .claim(&this.address, &key.to_string(), &this.run)?
         {
-            Claim::RunConflict { earlier_key } => return Err(this.run_conflict(&earlier_key, key)),
-            Claim::Conflict(existing) if !options.overwrite_cache_conflicts => {
+            AddressClaim::RunConflict { earlier_key } => {
+                return Err(this.run_conflict(&earlier_key, key));
+            }
+            AddressClaim::Conflict(existing) if !options.overwrite_cache_conflicts => {
                 let mut entry = this.line(key, "conflict");
                 entry.conflict_with = Some(existing.key.clone());
                 this.registry.record_conflict(&this.run, &entry)?;
@@ -246,12 +254,12 @@ impl Addressed {
             ingredients,
             options.overwrite_cache_conflicts,
         )? {
-            Claim::RunConflict { earlier_key } => Err(self.run_conflict(&earlier_key, key)),
-            Claim::Conflict(existing) if !options.overwrite_cache_conflicts => {
+            AddressClaim::RunConflict { earlier_key } => Err(self.run_conflict(&earlier_key, key)),
+            AddressClaim::Conflict(existing) if !options.overwrite_cache_conflicts => {
                 self.report_conflict(&existing, key);
                 Ok(ExitCode::from(super::error::Failure::Conflict.code()))
             }
-            Claim::Conflict(existing) => {
+            AddressClaim::Conflict(existing) => {
                 tracing::warn!(
                     "overwrote the cache conflict at {}: {} → {key} (run {})",
                     self.address,

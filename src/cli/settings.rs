@@ -1,7 +1,7 @@
 //! Cache settings: `MLIR_CACHE_KEY_FLAGS`, then these command-line options.
 
 use super::error::CliError;
-use crate::store::{Settings, SettingsOverrides, parse_size, parse_ttl_days};
+use crate::store::{Settings, SettingsOverrides, parse_seconds, parse_size, parse_ttl_days};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -23,19 +23,45 @@ pub struct CacheOptions {
     /// Compile again instead of replaying a remembered failure.
     #[arg(long, alias = "retry_failed_compilation", global = true)]
     pub retry_failed_compilation: bool,
+    /// A remote tier shared by hosts: redis://HOST:PORT/DB[/PREFIX] (or s3://, gcs:// in
+    /// builds with those features).
+    #[arg(long, global = true, value_name = "URL")]
+    pub remote: Option<String>,
+    /// Read the remote tier, never write to it.
+    #[arg(long, alias = "remote_read_only", global = true)]
+    pub remote_read_only: bool,
+    /// Bound on one remote operation [default: 2].
+    #[arg(long, alias = "remote_timeout", global = true, value_name = "SECONDS",
+          value_parser = |s: &str| parse_seconds(s, false))]
+    pub remote_timeout: Option<Duration>,
 }
 
 impl CacheOptions {
     /// Defaults, then the environment variable, then these options.
     pub fn settings(&self) -> Result<Settings, CliError> {
-        let overrides = SettingsOverrides {
+        let mut overrides = SettingsOverrides {
             cache_dir: self.cache_dir.clone(),
             enabled: self.no_cache.then_some(false),
             max_size: self.cache_size,
             ttl: self.cache_ttl,
             retry_failed_compilation: self.retry_failed_compilation.then_some(true),
+            remote_read_only: self.remote_read_only.then_some(true),
+            remote_timeout: self.remote_timeout,
             ..SettingsOverrides::default()
         };
+        if let Some(url) = &self.remote {
+            // Parsed here rather than by clap so that an error never echoes a password.
+            let mut words = String::from("--remote=");
+            words.push_str(&quote(url));
+            overrides.remote_url = SettingsOverrides::parse_flags("command line", &words)
+                .map_err(CliError::usage)?
+                .remote_url;
+        }
         Settings::from_env_and(&overrides).map_err(CliError::usage)
     }
+}
+
+/// `text` single-quoted for the flag syntax (a quote inside ends, escapes, reopens).
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
 }

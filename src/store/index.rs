@@ -77,6 +77,18 @@ pub enum Counter {
     Corrupt,
     Puts,
     BytesWritten,
+    /// Remote tier: verified entries used (and back-filled locally).
+    RemoteHits,
+    /// Remote tier: the remote had no usable entry.
+    RemoteMisses,
+    /// Remote tier: entries written.
+    RemoteWrites,
+    /// Remote tier: operations that failed or timed out (each fell back to local).
+    RemoteErrors,
+    /// Remote tier: operations skipped while the remote was marked down (local fallback).
+    RemoteSkipped,
+    /// Remote tier: values that failed verification (never used).
+    RemoteCorrupt,
 }
 
 impl Counter {
@@ -89,6 +101,12 @@ impl Counter {
             Counter::Corrupt => "corrupt",
             Counter::Puts => "puts",
             Counter::BytesWritten => "bytes_written",
+            Counter::RemoteHits => "remote_hits",
+            Counter::RemoteMisses => "remote_misses",
+            Counter::RemoteWrites => "remote_writes",
+            Counter::RemoteErrors => "remote_errors",
+            Counter::RemoteSkipped => "remote_skipped",
+            Counter::RemoteCorrupt => "remote_corrupt",
         }
     }
 }
@@ -393,6 +411,11 @@ impl Index {
         Ok((get("entry_count"), get("total_bytes")))
     }
 
+    /// Adds `by` to one event counter.
+    pub fn add(&mut self, counter: Counter, by: i64) -> rusqlite::Result<()> {
+        bump(&self.conn, counter, by)
+    }
+
     /// Every counter by name.
     pub fn counters(&self) -> rusqlite::Result<BTreeMap<String, i64>> {
         let mut stmt = self
@@ -548,10 +571,15 @@ pub struct EvictStep {
     pub exhausted: bool,
 }
 
+/// Adds `by` to a counter, creating its row if this index predates it (an index written by an
+/// older version lacks the newer counters; the schema's seed rows are only inserted once).
 fn bump(conn: &Connection, c: Counter, by: i64) -> rusqlite::Result<()> {
-    conn.prepare_cached("UPDATE counters SET value = value + ?2 WHERE name = ?1")?
-        .execute(params![c.name(), by])
-        .map(|_| ())
+    conn.prepare_cached(
+        "INSERT INTO counters(name, value) VALUES (?1, ?2)
+         ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
+    )?
+    .execute(params![c.name(), by])
+    .map(|_| ())
 }
 
 fn upsert_in(conn: &Connection, row: &Row) -> rusqlite::Result<()> {

@@ -11,6 +11,7 @@
 //!     locks/index.lock        serialises creating and repairing the index
 //!     index.sqlite            the index (a cache of the directory's truth)
 //!     registry.sqlite         addresses and run records (durable: not rebuildable)
+//!     remote-down.json        "the remote tier is down until T" (remote/breaker.rs), if it is
 //! ```
 //!
 //! Only a validated [`Digest`] builds an entry or lock path.
@@ -100,6 +101,10 @@ impl Layout {
     }
     pub fn index_path(&self) -> &Path {
         &self.index
+    }
+    /// Where the remote tier's circuit breaker records "down until T".
+    pub fn remote_state_path(&self) -> PathBuf {
+        self.base.join(super::remote::STATE_FILE)
     }
     /// The lock that serialises creating or repairing the index.
     pub fn registry_path(&self) -> PathBuf {

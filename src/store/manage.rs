@@ -39,6 +39,19 @@ pub struct Stats {
     pub puts: u64,
     pub bytes_written: u64,
     pub quarantined_files: u64,
+    /// The remote tier (password redacted), if one is configured.
+    pub remote: Option<String>,
+    pub remote_read_only: bool,
+    /// Until when an earlier failure marked the remote down, if it is.
+    pub remote_down_until_ms: Option<UnixMillis>,
+    pub remote_hits: u64,
+    pub remote_misses: u64,
+    pub remote_writes: u64,
+    /// Operations that fell back to the local cache: `remote_errors + remote_skipped`.
+    pub remote_fallbacks: u64,
+    pub remote_errors: u64,
+    pub remote_skipped: u64,
+    pub remote_corrupt: u64,
 }
 
 /// One entry as listed.
@@ -87,6 +100,10 @@ impl Store {
         let c = self.with_index("read counters", |ix| ix.counters())?;
         let get = |k: &str| c.get(k).copied().unwrap_or(0).max(0) as u64;
         let quarantined_files = count_files(self.layout.quarantine_dir())?;
+        let remote = self.settings.remote.url.as_ref().map(ToString::to_string);
+        let remote_down_until_ms = remote.as_deref().and_then(|r| {
+            super::remote::marked_down_until(&self.layout.remote_state_path(), r, self.now())
+        });
         Ok(Stats {
             cache_dir: self.layout.root().to_owned(),
             entries: get("entry_count"),
@@ -102,6 +119,16 @@ impl Store {
             puts: get("puts"),
             bytes_written: get("bytes_written"),
             quarantined_files,
+            remote,
+            remote_read_only: self.settings.remote.read_only,
+            remote_down_until_ms,
+            remote_hits: get("remote_hits"),
+            remote_misses: get("remote_misses"),
+            remote_writes: get("remote_writes"),
+            remote_fallbacks: get("remote_errors") + get("remote_skipped"),
+            remote_errors: get("remote_errors"),
+            remote_skipped: get("remote_skipped"),
+            remote_corrupt: get("remote_corrupt"),
         })
     }
 

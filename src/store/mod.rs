@@ -11,12 +11,14 @@
 //! - `cache`: open, get, put; `read`: verified reads; `transfer`: export/import of entries; `compile`: get-or-compile under the per-key lock; `evict`: LRU under TTL; `manage`: stats, list, clear, verify, gc;
 //! - `lock`: advisory compile locks; `quarantine`: moving damaged files aside;
 //! - `clock`: injectable time; `fsutil`: no-follow opens and ownership checks;
-//! - `storage`: the narrow `Storage` trait a remote tier can implement;
 //! - `address`, `registry`: readable addresses and immutable run records (SPEC §4), durable
 //!   beside the index; eviction never removes an artefact a run record references.
+//! - `storage`: the narrow `Storage` trait; `tiered`: the local store with the remote tier
+//!   behind it (what `exec` uses); `remote/`: the shared remote tier (Redis, S3, GCS).
 //!
 //! A compile wrapper calls [`Store::get_or_compile`]; or, by hand: `get`; on a miss
 //! `lock_for_compile`; if acquired, `get` again; compile; `put` or `put_failure`; drop the guard.
+//! With a remote tier, the same sequence on [`Tiered`]: `get`, `claim`, compile, `put`.
 
 pub mod address;
 mod atomic;
@@ -36,8 +38,10 @@ mod quarantine;
 mod read;
 mod rebuild;
 mod registry;
+pub mod remote;
 mod settings;
 mod storage;
+mod tiered;
 mod transfer;
 
 pub use address::{Address, AddressError, AddressPattern};
@@ -53,12 +57,13 @@ pub use layout::Layout;
 pub use lock::{CompileGuard, CompileLock};
 pub use manage::{Clear, ClearReport, EntrySummary, GcReport, Stats};
 pub use rebuild::RebuildReport;
-pub use registry::{AddressEntry, Claim, REGISTRY_FILE, Registry, RunEntry, RunSummary};
+pub use registry::{AddressClaim, AddressEntry, REGISTRY_FILE, Registry, RunEntry, RunSummary};
 pub use settings::{
     DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_TTL_DAYS, FLAGS_VAR, LogLevel, Settings,
-    SettingsOverrides, parse_dir_mode, parse_log_level, parse_size, parse_ttl_days,
+    SettingsOverrides, parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days,
 };
 pub use storage::Storage;
+pub use tiered::{Claim, CompileClaim, Tiered};
 
 /// The entry file format, for tests and tools that inspect entries.
 pub mod format {

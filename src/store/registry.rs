@@ -90,7 +90,7 @@ pub struct RunSummary {
 
 /// What an address says about a new fingerprint.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Claim {
+pub enum AddressClaim {
     /// Nothing is recorded at the address.
     Free,
     /// The address holds this very fingerprint.
@@ -133,7 +133,7 @@ impl Registry {
     }
 
     /// Compares `key` with what the address (and this run) recorded.
-    pub fn claim(&self, address: &Address, key: &str, run: &str) -> Result<Claim> {
+    pub fn claim(&self, address: &Address, key: &str, run: &str) -> Result<AddressClaim> {
         decide(&self.conn, &address.to_string(), key, run).map_err(self.error("read an address"))
     }
 
@@ -149,20 +149,20 @@ impl Registry {
         run: &str,
         record: &Value,
         overwrite: bool,
-    ) -> Result<Claim> {
+    ) -> Result<AddressClaim> {
         self.immediately("record a run", |conn| {
             let claim = decide(conn, &address.to_string(), &entry.key, run)?;
-            if matches!(claim, Claim::RunConflict { .. }) {
+            if matches!(claim, AddressClaim::RunConflict { .. }) {
                 return Ok(claim);
             }
             conn.execute(
                 "INSERT OR IGNORE INTO runs(run, created_ms) VALUES (?1, ?2)",
                 params![run, entry.time_ms],
             )?;
-            if matches!(claim, Claim::Conflict(_)) && !overwrite {
+            if matches!(claim, AddressClaim::Conflict(_)) && !overwrite {
                 let mut line = entry.clone();
                 line.state = "conflict".into();
-                if let Claim::Conflict(c) = &claim {
+                if let AddressClaim::Conflict(c) = &claim {
                     line.conflict_with = Some(c.key.clone());
                 }
                 insert_run_entry(conn, run, &line)?;
@@ -360,7 +360,12 @@ impl Registry {
 }
 
 /// What `key` meets at `address`: this run's earlier visit, then the address.
-fn decide(conn: &Connection, address: &str, key: &str, run: &str) -> rusqlite::Result<Claim> {
+fn decide(
+    conn: &Connection,
+    address: &str,
+    key: &str,
+    run: &str,
+) -> rusqlite::Result<AddressClaim> {
     let earlier: Option<String> = conn
         .query_row(
             "SELECT key FROM run_entries WHERE run = ?1 AND address = ?2 AND state <> 'conflict'",
@@ -369,7 +374,7 @@ fn decide(conn: &Connection, address: &str, key: &str, run: &str) -> rusqlite::R
         )
         .optional()?;
     if let Some(earlier_key) = earlier.filter(|k| k != key) {
-        return Ok(Claim::RunConflict { earlier_key });
+        return Ok(AddressClaim::RunConflict { earlier_key });
     }
     let current = conn
         .query_row(
@@ -379,9 +384,9 @@ fn decide(conn: &Connection, address: &str, key: &str, run: &str) -> rusqlite::R
         )
         .optional()?;
     Ok(match current {
-        None => Claim::Free,
-        Some(c) if c.key == key => Claim::Same,
-        Some(c) => Claim::Conflict(Box::new(c)),
+        None => AddressClaim::Free,
+        Some(c) if c.key == key => AddressClaim::Same,
+        Some(c) => AddressClaim::Conflict(Box::new(c)),
     })
 }
 

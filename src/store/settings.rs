@@ -14,6 +14,11 @@
 //! | `--retry_failed_compilation` | a remembered failure reads as a miss | off |
 //! | `--log_level=WARNING\|INFO\|ERROR` | log level (case-insensitive) | `WARNING` |
 //! | `--cache_dir_mode=OCTAL` | mode of the directories created (`0700`, `0750`, `0770`, …; never any bit for others) | `0700` |
+//! | `--remote=URL` | a shared remote tier: `redis://HOST:PORT/DB[/PREFIX]`, `s3://…`, `gcs://…` (see `remote/url.rs`) | none |
+//! | `--remote_read_only` | read the remote, never write to it | off |
+//! | `--remote_timeout=SECONDS` | bound on one remote operation (decimals allowed) | `2` |
+//! | `--remote_retry_after=SECONDS` | after a remote failure, use the local cache only this long | `30` |
+//! | `--remote_lease=SECONDS` | expiry of a compile lease, renewed while compiling | `30` |
 //!
 //! SIZE is a byte count with an optional unit, as ccache writes them: `k`, `M`, `G`, `T` are
 //! decimal (×1000ⁿ), `Ki`, `Mi`, `Gi`, `Ti` binary (×1024ⁿ); a trailing `B` and the letter case
@@ -28,6 +33,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::error::SettingsError;
+use super::remote::{RemoteSettings, RemoteUrl, redact};
 
 /// The environment variable the settings are read from.
 pub const FLAGS_VAR: &str = "MLIR_CACHE_KEY_FLAGS";
@@ -81,6 +87,8 @@ pub struct Settings {
     /// fsync artefacts and directories when publishing (power-loss safety). Not a flag: only
     /// benchmarks turn it off. A killed process never needs it: rename is atomic regardless.
     pub fsync: bool,
+    /// The shared remote tier, if any.
+    pub remote: RemoteSettings,
 }
 
 fn serialize_days<S: serde::Serializer>(ttl: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -98,6 +106,7 @@ impl Default for Settings {
             log_level: LogLevel::Warning,
             dir_mode: DEFAULT_DIR_MODE,
             fsync: true,
+            remote: RemoteSettings::default(),
         }
     }
 }
@@ -112,6 +121,11 @@ pub struct SettingsOverrides {
     pub retry_failed_compilation: Option<bool>,
     pub log_level: Option<LogLevel>,
     pub dir_mode: Option<u32>,
+    pub remote_url: Option<RemoteUrl>,
+    pub remote_read_only: Option<bool>,
+    pub remote_timeout: Option<Duration>,
+    pub remote_retry_after: Option<Duration>,
+    pub remote_lease: Option<Duration>,
 }
 
 impl SettingsOverrides {
@@ -154,6 +168,21 @@ impl SettingsOverrides {
         if let Some(v) = self.dir_mode {
             base.dir_mode = v;
         }
+        if let Some(v) = &self.remote_url {
+            base.remote.url = Some(v.clone());
+        }
+        if let Some(v) = self.remote_read_only {
+            base.remote.read_only = v;
+        }
+        if let Some(v) = self.remote_timeout {
+            base.remote.timeout = v;
+        }
+        if let Some(v) = self.remote_retry_after {
+            base.remote.retry_after = v;
+        }
+        if let Some(v) = self.remote_lease {
+            base.remote.lease = v;
+        }
     }
 }
 
@@ -190,7 +219,8 @@ impl Settings {
 }
 
 const KNOWN_FLAGS: &str = "--cache_dir, --no_cache, --cache_size, --cache_ttl, \
---retry_failed_compilation, --log_level, --cache_dir_mode";
+--retry_failed_compilation, --log_level, --cache_dir_mode, --remote, --remote_read_only, \
+--remote_timeout, --remote_retry_after, --remote_lease";
 
 fn apply_flag(
     o: &mut SettingsOverrides,
@@ -209,9 +239,20 @@ fn apply_flag(
     };
     let takes_value = matches!(
         name,
-        "--cache_dir" | "--cache_size" | "--cache_ttl" | "--log_level" | "--cache_dir_mode"
+        "--cache_dir"
+            | "--cache_size"
+            | "--cache_ttl"
+            | "--log_level"
+            | "--cache_dir_mode"
+            | "--remote"
+            | "--remote_timeout"
+            | "--remote_retry_after"
+            | "--remote_lease"
     );
-    let is_switch = matches!(name, "--no_cache" | "--retry_failed_compilation");
+    let is_switch = matches!(
+        name,
+        "--no_cache" | "--retry_failed_compilation" | "--remote_read_only"
+    );
     if !takes_value && !is_switch {
         return Err(err(
             word,
@@ -224,6 +265,7 @@ fn apply_flag(
         }
         match name {
             "--no_cache" => o.enabled = Some(false),
+            "--remote_read_only" => o.remote_read_only = Some(true),
             _ => o.retry_failed_compilation = Some(true),
         }
         return Ok(());
@@ -234,7 +276,12 @@ fn apply_flag(
             .next()
             .ok_or_else(|| err(name, "missing value".to_owned()))?,
     };
-    let shown = format!("{name}={value}");
+    // A remote URL may carry a password: never echo it.
+    let shown = if name == "--remote" {
+        format!("{name}={}", redact(&value))
+    } else {
+        format!("{name}={value}")
+    };
     match name {
         "--cache_dir" => {
             if value.is_empty() {
@@ -245,6 +292,19 @@ fn apply_flag(
         "--cache_size" => o.max_size = Some(parse_size(&value).map_err(|m| err(&shown, m))?),
         "--cache_ttl" => o.ttl = Some(parse_ttl_days(&value).map_err(|m| err(&shown, m))?),
         "--log_level" => o.log_level = Some(parse_log_level(&value).map_err(|m| err(&shown, m))?),
+        "--remote" => {
+            o.remote_url =
+                Some(RemoteUrl::parse_supported(&value).map_err(|e| err(&shown, e.to_string()))?)
+        }
+        "--remote_timeout" => {
+            o.remote_timeout = Some(parse_seconds(&value, false).map_err(|m| err(&shown, m))?)
+        }
+        "--remote_retry_after" => {
+            o.remote_retry_after = Some(parse_seconds(&value, true).map_err(|m| err(&shown, m))?)
+        }
+        "--remote_lease" => {
+            o.remote_lease = Some(parse_seconds(&value, false).map_err(|m| err(&shown, m))?)
+        }
         _ => o.dir_mode = Some(parse_dir_mode(&value).map_err(|m| err(&shown, m))?),
     }
     Ok(())
@@ -314,6 +374,29 @@ pub fn parse_ttl_days(text: &str) -> Result<Duration, String> {
         return Err(bad());
     }
     Ok(Duration::from_secs_f64(days * SECONDS_PER_DAY))
+}
+
+/// Parses a duration in seconds: a decimal number up to one day; zero only when `zero_ok`.
+pub fn parse_seconds(text: &str, zero_ok: bool) -> Result<Duration, String> {
+    let bad = || {
+        format!(
+            "expected a number of seconds {} and 86400 (e.g. 2 or 0.5), got {text:?}",
+            if zero_ok {
+                "between 0"
+            } else {
+                "above 0, up to"
+            }
+        )
+    };
+    let t = text.trim();
+    if t.is_empty() || !t.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(bad());
+    }
+    let secs: f64 = t.parse().map_err(|_| bad())?;
+    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) || (!zero_ok && secs < 0.001) {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 /// Parses `WARNING`, `INFO` or `ERROR` (any case).
@@ -503,6 +586,51 @@ mod tests {
             "1 0",
         ] {
             assert!(parse_size(bad).is_err(), "{bad:?} must be rejected");
+        }
+    }
+
+    #[test]
+    fn remote_flags() {
+        let s = env(
+            "--remote=redis://127.0.0.1:7000/2 --remote_read_only --remote_timeout=0.5 \
+             --remote_retry_after 0 --remote_lease=10",
+        )
+        .unwrap();
+        assert_eq!(
+            s.remote.url.as_ref().map(ToString::to_string).as_deref(),
+            Some("redis://127.0.0.1:7000/2")
+        );
+        assert!(s.remote.read_only);
+        assert_eq!(s.remote.timeout, Duration::from_millis(500));
+        assert_eq!(s.remote.retry_after, Duration::ZERO);
+        assert_eq!(s.remote.lease, Duration::from_secs(10));
+        let d = Settings::from_flags_and(None, &SettingsOverrides::default()).unwrap();
+        assert_eq!(d.remote.url, None);
+        assert_eq!(d.remote.timeout, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_bad_remote_url_names_the_flag_and_hides_the_password() {
+        let e = env("--remote=redis://u:hunter2@h:1/x")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("MLIR_CACHE_KEY_FLAGS: --remote=redis://***@h:1/x: "),
+            "{e}"
+        );
+        assert!(e.contains("database number"), "{e}");
+        assert!(!e.contains("hunter2"), "{e}");
+        let e = SettingsOverrides::parse_flags("command line", "--remote=ftp://h")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("command line: --remote=ftp://h: "), "{e}");
+        for bad in [
+            "--remote_timeout=0",
+            "--remote_timeout=x",
+            "--remote_lease=-1",
+        ] {
+            let e = env(bad).expect_err(bad).to_string();
+            assert!(e.contains(bad), "{e}");
         }
     }
 

@@ -1,0 +1,237 @@
+//! The circuit breaker: after a remote failure, stop paying its timeout. A failure marks the
+//! remote down for `retry_after`; meanwhile every remote operation is skipped at once (a local
+//! fallback). The mark is kept in memory and in a small file in the cache directory,
+//! `v1/remote-down.json`, so that each short-lived `exec` process of a build does not pay the
+//! timeout again. When the time has passed the next operation tries the remote (half-open): a
+//! success removes the mark, a failure renews it. A warning is printed once per process.
+//!
+//! The file names the remote it is about (passwords redacted), so changing `--remote` does not
+//! inherit another server's mark; a malformed or foreign file is ignored.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tracing::{debug, warn};
+
+use super::super::clock::{Clock, UnixMillis};
+use super::super::fsutil;
+use super::error::{RemoteError, show_ms};
+
+/// The file name, inside the layout's version directory.
+pub const STATE_FILE: &str = "remote-down.json";
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Mark {
+    remote: String,
+    until_ms: UnixMillis,
+    reason: String,
+}
+
+/// One remote's breaker, for one process.
+#[derive(Debug)]
+pub struct Breaker {
+    remote: String,
+    path: PathBuf,
+    retry_after: Duration,
+    file_mode: u32,
+    clock: Arc<dyn Clock>,
+    mark: Mutex<Option<Mark>>,
+    warned: AtomicBool,
+}
+
+impl Breaker {
+    /// A breaker for `remote` (its redacted form) keeping its mark at `path`; picks up a mark
+    /// left by an earlier process.
+    pub fn new(
+        remote: String,
+        path: PathBuf,
+        retry_after: Duration,
+        file_mode: u32,
+        clock: Arc<dyn Clock>,
+    ) -> Breaker {
+        let mark = read_mark(&path).filter(|m| m.remote == remote);
+        Breaker {
+            remote,
+            path,
+            retry_after,
+            file_mode,
+            clock,
+            mark: Mutex::new(mark),
+            warned: AtomicBool::new(false),
+        }
+    }
+
+    /// `Err(Down)` while the remote is marked down; `Ok` when it may be tried.
+    pub fn check(&self) -> Result<(), RemoteError> {
+        let now = self.clock.now_ms();
+        match &*self.lock() {
+            Some(m) if now < m.until_ms => Err(RemoteError::Down {
+                remote: self.remote.clone(),
+                until_ms: m.until_ms,
+                reason: m.reason.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Marks the remote down for `retry_after` (in memory and in the file); returns until when.
+    pub fn trip(&self, reason: &str) -> UnixMillis {
+        let until_ms = self
+            .clock
+            .now_ms()
+            .saturating_add(i64::try_from(self.retry_after.as_millis()).unwrap_or(i64::MAX));
+        let mark = Mark {
+            remote: self.remote.clone(),
+            until_ms,
+            reason: reason.to_owned(),
+        };
+        if let Err(e) = write_mark(&self.path, &mark, self.file_mode) {
+            debug!(
+                "cannot record the remote as down in {}: {e}",
+                self.path.display()
+            );
+        }
+        *self.lock() = Some(mark);
+        until_ms
+    }
+
+    /// The remote answered: clear a mark (ours or an earlier process's).
+    pub fn succeeded(&self) {
+        let mut mark = self.lock();
+        if mark.take().is_some() {
+            // Only remove the file if it is still about this remote.
+            if read_mark(&self.path).is_some_and(|m| m.remote == self.remote)
+                && let Err(e) = fs::remove_file(&self.path)
+                && e.kind() != io::ErrorKind::NotFound
+            {
+                debug!("cannot remove {}: {e}", self.path.display());
+            }
+            debug!("remote cache {} is reachable again", self.remote);
+        }
+    }
+
+    /// Warns about `err` the first time this process falls back to the local cache.
+    pub fn warn_once(&self, err: &RemoteError) {
+        if !self.warned.swap(true, Ordering::SeqCst) {
+            let until = match err {
+                RemoteError::Down { .. } => String::new(),
+                _ => match &*self.lock() {
+                    Some(m) => format!(" (retried after {})", show_ms(m.until_ms)),
+                    None => String::new(),
+                },
+            };
+            warn!("remote cache unavailable, using the local cache only{until}: {err}");
+        } else {
+            debug!("remote cache fallback: {err}");
+        }
+    }
+
+    /// Until when the remote is marked down, if it is.
+    pub fn down_until(&self) -> Option<UnixMillis> {
+        let now = self.clock.now_ms();
+        self.lock()
+            .as_ref()
+            .map(|m| m.until_ms)
+            .filter(|&t| now < t)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Mark>> {
+        self.mark.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Until when the mark file at `path` says `remote` is down (for `cache stats`).
+pub fn marked_down_until(path: &Path, remote: &str, now: UnixMillis) -> Option<UnixMillis> {
+    read_mark(path)
+        .filter(|m| m.remote == remote && now < m.until_ms)
+        .map(|m| m.until_ms)
+}
+
+fn read_mark(path: &Path) -> Option<Mark> {
+    let mut file = fsutil::open_regular_nofollow(path).ok()?;
+    let mut text = String::new();
+    Read::by_ref(&mut file)
+        .take(64 << 10)
+        .read_to_string(&mut text)
+        .ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+fn write_mark(path: &Path, mark: &Mark, file_mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".remote-down-")
+        .permissions(fs::Permissions::from_mode(file_mode))
+        .tempfile_in(dir)?;
+    let json = serde_json::to_vec(mark).map_err(io::Error::other)?;
+    tmp.write_all(&json)?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::clock::ManualClock;
+    use super::*;
+
+    #[test]
+    fn trips_skips_then_half_opens_and_a_new_process_sees_the_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(STATE_FILE);
+        let clock = Arc::new(ManualClock::new(1_000));
+        let b = Breaker::new(
+            "r".into(),
+            path.clone(),
+            Duration::from_secs(30),
+            0o600,
+            clock.clone(),
+        );
+        assert!(b.check().is_ok());
+        b.trip("connection refused");
+        assert!(b.check().unwrap_err().is_skip());
+        // Another process sharing the directory skips at once.
+        let other = Breaker::new(
+            "r".into(),
+            path.clone(),
+            Duration::from_secs(30),
+            0o600,
+            clock.clone(),
+        );
+        assert!(other.check().is_err());
+        // Another remote does not inherit the mark.
+        let foreign = Breaker::new(
+            "s".into(),
+            path.clone(),
+            Duration::from_secs(30),
+            0o600,
+            clock.clone(),
+        );
+        assert!(foreign.check().is_ok());
+        clock.advance(Duration::from_secs(31));
+        assert!(b.check().is_ok(), "half-open after retry_after");
+        b.succeeded();
+        assert!(!path.exists());
+        assert_eq!(b.down_until(), None);
+    }
+
+    #[test]
+    fn a_malformed_mark_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(STATE_FILE);
+        fs::write(&path, b"{not json").unwrap();
+        let b = Breaker::new(
+            "r".into(),
+            path,
+            Duration::from_secs(30),
+            0o600,
+            Arc::new(ManualClock::new(0)),
+        );
+        assert!(b.check().is_ok());
+    }
+}

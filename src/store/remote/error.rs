@@ -1,0 +1,60 @@
+//! Errors of the remote tier. None of them fails a compile: the tiered lookup turns each into a
+//! local fallback, a counter and (once per process) a warning. Each variant names the operation,
+//! the remote and what went wrong, so that one warning is enough to act on.
+
+use std::time::Duration;
+
+use super::super::clock::UnixMillis;
+
+/// A remote operation that did not happen or did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// The circuit breaker is open: an earlier failure (in this process or a recent one sharing
+    /// the cache directory) marked the remote down; it is retried after `until_ms`.
+    #[error("{remote} is marked down until {} ({reason})", show_ms(*until_ms))]
+    Down {
+        remote: String,
+        until_ms: UnixMillis,
+        reason: String,
+    },
+    /// The operation took longer than the configured timeout.
+    #[error("cannot {op} on {remote}: no answer within {after:?}")]
+    Timeout {
+        op: &'static str,
+        remote: String,
+        after: Duration,
+    },
+    /// The storage service (through opendal) failed.
+    #[error("cannot {op} on {remote}: {source}")]
+    Service {
+        op: &'static str,
+        remote: String,
+        #[source]
+        source: Box<opendal::Error>,
+    },
+    /// The Redis lease connection failed.
+    #[error("cannot {op} on {remote}: {source}")]
+    Lease {
+        op: &'static str,
+        remote: String,
+        #[source]
+        source: Box<redis::RedisError>,
+    },
+    /// The remote could not be set up at all (the service refused the configuration, or this
+    /// build lacks the cargo feature the URL needs).
+    #[error("cannot use the remote cache {remote}: {reason}")]
+    Setup { remote: String, reason: String },
+}
+
+impl RemoteError {
+    /// True when nothing was attempted (the breaker was open).
+    pub fn is_skip(&self) -> bool {
+        matches!(self, RemoteError::Down { .. })
+    }
+}
+
+/// Milliseconds since the epoch as an RFC 3339 UTC time.
+pub fn show_ms(ms: UnixMillis) -> String {
+    let t = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    humantime::format_rfc3339_seconds(t).to_string()
+}

@@ -1,0 +1,339 @@
+//! The compile lease: across hosts, one compiler per key while the remote is reachable (the
+//! local `flock` does the same within one host). opendal has no conditional write for Redis, so
+//! the lease talks to Redis directly with the `redis` crate:
+//!
+//! - acquire: `SET lease-key TOKEN NX PX ttl` (only if nobody holds it; expires by itself);
+//! - renew: every ttl/3 while compiling, a thread runs "PEXPIRE if the value is still TOKEN";
+//! - release: "DEL if the value is still TOKEN", so a holder whose lease expired and was taken
+//!   by another host never deletes the new holder's lease.
+//!
+//! A holder that dies stops renewing; its lease expires after `ttl` and a waiter takes over.
+//! TOKEN is `host:pid:nanos`, unique per acquisition and readable in "waiting for" messages.
+//! Every call uses short connect, read and write timeouts.
+
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use redis::{Client, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo};
+use tracing::{debug, warn};
+
+use super::error::RemoteError;
+use super::url::RedisTarget;
+
+/// Renews the expiry of KEYS[1] to ARGV[2] ms if it still holds ARGV[1].
+const RENEW: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+     return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
+/// Deletes KEYS[1] if it still holds ARGV[1].
+const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+     return redis.call('DEL', KEYS[1]) else return 0 end";
+
+/// Redis commands of the remote tier that opendal does not offer: leases and expiry refresh.
+pub struct Coordinator {
+    client: Client,
+    remote: String,
+    timeout: Duration,
+    ttl: Duration,
+    conn: Mutex<Option<redis::Connection>>,
+}
+
+impl std::fmt::Debug for Coordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coordinator")
+            .field("remote", &self.remote)
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The answer to a lease request.
+#[derive(Debug)]
+pub enum Attempt {
+    /// We hold the lease until the [`Lease`] drops.
+    Acquired(Box<Lease>),
+    /// Another compiler holds it: its token.
+    Held(String),
+}
+
+impl Coordinator {
+    /// A coordinator for `target`; connects lazily.
+    pub fn new(
+        target: &RedisTarget,
+        remote: String,
+        timeout: Duration,
+        ttl: Duration,
+    ) -> Result<Coordinator, RemoteError> {
+        let mut settings = RedisConnectionInfo::default()
+            .set_db(target.db)
+            .set_protocol(ProtocolVersion::RESP2);
+        if let Some(u) = &target.username {
+            settings = settings.set_username(u);
+        }
+        if let Some(p) = &target.password {
+            settings = settings.set_password(p);
+        }
+        let setup = |op, source| RemoteError::Lease {
+            op,
+            remote: remote.clone(),
+            source: Box::new(source),
+        };
+        let info = ConnectionAddr::Tcp(target.host.clone(), target.port)
+            .into_connection_info()
+            .map_err(|e| setup("configure the connection", e))?
+            .set_redis_settings(settings);
+        let client = Client::open(info).map_err(|e| setup("configure the connection", e))?;
+        Ok(Coordinator {
+            client,
+            remote,
+            timeout,
+            ttl: ttl.max(Duration::from_millis(300)),
+            conn: Mutex::new(None),
+        })
+    }
+
+    /// Tries to take the lease `key`.
+    pub fn try_acquire(&self, key: &str) -> Result<Attempt, RemoteError> {
+        let token = new_token();
+        let ttl_ms = millis(self.ttl);
+        let set: Option<String> = self.run("take a compile lease", |c| {
+            redis::cmd("SET")
+                .arg(key)
+                .arg(&token)
+                .arg("NX")
+                .arg("PX")
+                .arg(ttl_ms)
+                .query(c)
+        })?;
+        if set.is_none() {
+            let holder: Option<String> = self.run("read a compile lease", |c| {
+                redis::cmd("GET").arg(key).query(c)
+            })?;
+            return Ok(Attempt::Held(
+                holder.unwrap_or_else(|| "(a lease that just ended)".to_owned()),
+            ));
+        }
+        Ok(Attempt::Acquired(Box::new(Lease::start(
+            self.client.clone(),
+            self.remote.clone(),
+            key.to_owned(),
+            token,
+            self.ttl,
+            self.timeout,
+        ))))
+    }
+
+    /// The token of whoever holds the lease `key`, if anyone (a read: read-only clients use it
+    /// to wait for a compile in progress elsewhere instead of taking the lease).
+    pub fn holder(&self, key: &str) -> Result<Option<String>, RemoteError> {
+        self.run("read a compile lease", |c| {
+            redis::cmd("GET").arg(key).query(c)
+        })
+    }
+
+    /// Checks that the server answers. A refused connection fails at once here, where opendal's
+    /// connection manager would retry until the timeout.
+    pub fn ping(&self) -> Result<(), RemoteError> {
+        let _: String = self.run("reach the server", |c| redis::cmd("PING").query(c))?;
+        Ok(())
+    }
+
+    /// Sets the expiry of `key` to `expiry` (a hit keeps a used entry alive, as the local
+    /// cache's last use does).
+    pub fn refresh_expiry(&self, key: &str, expiry: Duration) -> Result<(), RemoteError> {
+        let _: i64 = self.run("refresh an entry's expiry", |c| {
+            redis::cmd("PEXPIRE").arg(key).arg(millis(expiry)).query(c)
+        })?;
+        Ok(())
+    }
+
+    /// Runs `f` on the cached connection (connecting first if needed); a failed call drops the
+    /// connection so the next one reconnects.
+    fn run<T>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, RemoteError> {
+        let err = |source| RemoteError::Lease {
+            op,
+            remote: self.remote.clone(),
+            source: Box::new(source),
+        };
+        let mut slot = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some(connect(&self.client, self.timeout).map_err(err)?);
+        }
+        let Some(conn) = slot.as_mut() else {
+            return Err(RemoteError::Setup {
+                remote: self.remote.clone(),
+                reason: "no connection".to_owned(),
+            });
+        };
+        let result = f(conn);
+        if result.is_err() {
+            *slot = None;
+        }
+        result.map_err(err)
+    }
+}
+
+fn connect(client: &Client, timeout: Duration) -> redis::RedisResult<redis::Connection> {
+    let conn = client.get_connection_with_timeout(timeout)?;
+    conn.set_read_timeout(Some(timeout))?;
+    conn.set_write_timeout(Some(timeout))?;
+    Ok(conn)
+}
+
+/// A held lease; renewed in the background, released on drop.
+pub struct Lease {
+    client: Client,
+    remote: String,
+    key: String,
+    token: String,
+    timeout: Duration,
+    stop: Option<mpsc::Sender<()>>,
+    renewer: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease")
+            .field("key", &self.key)
+            .field("token", &self.token)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Lease {
+    fn start(
+        client: Client,
+        remote: String,
+        key: String,
+        token: String,
+        ttl: Duration,
+        timeout: Duration,
+    ) -> Lease {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let renewer = {
+            let (client, key, token, remote) =
+                (client.clone(), key.clone(), token.clone(), remote.clone());
+            std::thread::Builder::new()
+                .name("mck-lease".to_owned())
+                .spawn(move || {
+                    renew_until_stopped(&client, &remote, &key, &token, ttl, timeout, &stopped)
+                })
+        };
+        let renewer = match renewer {
+            Ok(h) => Some(h),
+            Err(e) => {
+                warn!(
+                    "cannot start renewing the compile lease {key} on {remote}: {e}; it expires in {ttl:?}"
+                );
+                None
+            }
+        };
+        Lease {
+            client,
+            remote,
+            key,
+            token,
+            timeout,
+            stop: Some(stop),
+            renewer,
+        }
+    }
+
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(h) = self.renewer.take() {
+            let _ = h.join();
+        }
+        let released: redis::RedisResult<i64> =
+            connect(&self.client, self.timeout).and_then(|mut c| {
+                redis::cmd("EVAL")
+                    .arg(RELEASE)
+                    .arg(1)
+                    .arg(&self.key)
+                    .arg(&self.token)
+                    .query(&mut c)
+            });
+        match released {
+            Ok(_) => debug!("released the compile lease {} on {}", self.key, self.remote),
+            // It expires by itself.
+            Err(e) => debug!(
+                "cannot release the compile lease {} on {}: {e}",
+                self.key, self.remote
+            ),
+        }
+    }
+}
+
+fn renew_until_stopped(
+    client: &Client,
+    remote: &str,
+    key: &str,
+    token: &str,
+    ttl: Duration,
+    timeout: Duration,
+    stopped: &mpsc::Receiver<()>,
+) {
+    let every = ttl / 3;
+    let mut conn: Option<redis::Connection> = None;
+    loop {
+        match stopped.recv_timeout(every) {
+            Err(RecvTimeoutError::Timeout) => {}
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+        }
+        if conn.is_none() {
+            conn = connect(client, timeout).ok();
+        }
+        let Some(c) = conn.as_mut() else {
+            debug!("cannot renew the compile lease {key} on {remote}: not connected");
+            continue;
+        };
+        let renewed: redis::RedisResult<i64> = redis::cmd("EVAL")
+            .arg(RENEW)
+            .arg(1)
+            .arg(key)
+            .arg(token)
+            .arg(millis(ttl))
+            .query(c);
+        match renewed {
+            Ok(1) => {}
+            Ok(_) => {
+                warn!(
+                    "lost the compile lease {key} on {remote} (it expired); another host may compile the same key"
+                );
+                return;
+            }
+            Err(e) => {
+                debug!("cannot renew the compile lease {key} on {remote}: {e}");
+                conn = None;
+            }
+        }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// `host:pid:nanos`: unique per acquisition, and says who holds a lease.
+fn new_token() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown-host".to_owned());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{host}:{}:{nanos}", std::process::id())
+}

@@ -1,0 +1,277 @@
+//! The remote tier: a cache shared by a team or a multi-host job, behind each host's local store
+//! (`super::tiered` reads local, then remote). One machine's cache saves one machine's hours;
+//! this lets every host reuse what any host compiled. It uses an existing engine — Redis first,
+//! S3-compatible stores and GCS behind cargo features — through opendal, never a server of ours.
+//!
+//! Nothing here may fail a compile or return wrong bytes: every operation has a short timeout,
+//! a failure opens the circuit breaker (local only until `retry_after`), and what comes back is
+//! verified as an entry file before anyone uses it (the caller does that, with `entry.rs`).
+//!
+//! Files:
+//! - `url`: parsing `--remote=URL`; `error`: what can go wrong, by operation;
+//! - `service`: the opendal operator (entries as objects) and its timeouts;
+//! - `lease`: the Redis compile lease (`SET NX PX`, renewed, released by token) and expiry refresh;
+//! - `breaker`: "remote down until T", in memory and in the cache directory.
+//!
+//! Keys (Redis) or object paths (buckets): `PREFIX/entries-v1/<digest>` for entries (the entry
+//! format version is in the name, so another format never overwrites this one's) and
+//! `PREFIX/leases/<digest>` for leases.
+
+mod breaker;
+mod error;
+mod lease;
+mod service;
+mod url;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+use tracing::debug;
+
+use super::clock::{Clock, UnixMillis};
+use super::key::Digest;
+
+pub use breaker::{Breaker, STATE_FILE, marked_down_until};
+pub use error::RemoteError;
+pub use lease::{Attempt, Lease};
+pub use url::{BucketTarget, DEFAULT_REDIS_PREFIX, RedisTarget, RemoteUrl, UrlError, redact};
+
+use lease::Coordinator;
+use service::Service;
+
+/// Default timeout of one remote operation.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+/// Default time the remote is skipped after a failure.
+pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
+/// Default lease expiry (renewed every third of it while compiling).
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// The remote tier's settings (`--remote…` flags).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RemoteSettings {
+    /// Where; `None`: no remote tier.
+    pub url: Option<RemoteUrl>,
+    /// Read the remote, never write to it (no entries, no leases).
+    pub read_only: bool,
+    /// Bound on one remote operation.
+    #[serde(serialize_with = "serialize_secs")]
+    pub timeout: Duration,
+    /// After a failure, how long the remote is skipped.
+    #[serde(serialize_with = "serialize_secs")]
+    pub retry_after: Duration,
+    /// Expiry of a compile lease.
+    #[serde(serialize_with = "serialize_secs")]
+    pub lease: Duration,
+}
+
+fn serialize_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+impl Default for RemoteSettings {
+    fn default() -> Self {
+        RemoteSettings {
+            url: None,
+            read_only: false,
+            timeout: DEFAULT_TIMEOUT,
+            retry_after: DEFAULT_RETRY_AFTER,
+            lease: DEFAULT_LEASE,
+        }
+    }
+}
+
+/// What a lease request answered, including "this remote has no leases".
+#[derive(Debug)]
+pub enum LeaseAttempt {
+    Acquired(Box<Lease>),
+    /// Another host holds it (its token).
+    Held(String),
+    /// No lease on this service (buckets), or not ours to take (read-only) and nobody holds it.
+    Unsupported,
+}
+
+/// An open remote tier.
+#[derive(Debug)]
+pub struct Remote {
+    shown: String,
+    prefix: String,
+    read_only: bool,
+    expiry: Option<Duration>,
+    service: Service,
+    coordinator: Option<Coordinator>,
+    breaker: Breaker,
+    /// The server answered once in this process.
+    reached: AtomicBool,
+}
+
+impl Remote {
+    /// Sets up the remote of `settings` (`None` when there is none). `expiry` is how long an
+    /// entry lives on the server after its last write or hit (the cache's TTL); the breaker's
+    /// mark lives at `state_path`. Nothing is contacted yet.
+    pub fn open(
+        settings: &RemoteSettings,
+        expiry: Duration,
+        state_path: &Path,
+        file_mode: u32,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Option<Remote>, RemoteError> {
+        let Some(url) = &settings.url else {
+            return Ok(None);
+        };
+        let shown = url.to_string();
+        let expiry = (expiry.as_secs() >= 1).then_some(expiry);
+        let service = Service::open(url, shown.clone(), settings.timeout, expiry)?;
+        let coordinator = match url {
+            RemoteUrl::Redis(r) => Some(Coordinator::new(
+                r,
+                shown.clone(),
+                settings.timeout,
+                settings.lease,
+            )?),
+            _ => None,
+        };
+        let breaker = Breaker::new(
+            shown.clone(),
+            state_path.to_owned(),
+            settings.retry_after,
+            file_mode,
+            clock,
+        );
+        Ok(Some(Remote {
+            prefix: url.prefix().trim_matches('/').to_owned(),
+            shown,
+            read_only: settings.read_only,
+            expiry,
+            service,
+            coordinator,
+            breaker,
+            reached: AtomicBool::new(false),
+        }))
+    }
+
+    /// True when this process must not write to the remote.
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The entry file stored for `digest`, unverified; `None` when absent.
+    pub fn get(&self, digest: &Digest) -> Result<Option<Vec<u8>>, RemoteError> {
+        let path = self.entry_path(digest);
+        self.guarded(|| {
+            self.reach()?;
+            self.service.read(&path)
+        })
+    }
+
+    /// Stores an entry file (the concatenation of `parts`) for `digest`.
+    pub fn put(&self, digest: &Digest, parts: &[&[u8]]) -> Result<(), RemoteError> {
+        if self.read_only {
+            return Err(RemoteError::Setup {
+                remote: self.shown.clone(),
+                reason: "read-only (--remote_read_only): not writing".to_owned(),
+            });
+        }
+        let path = self.entry_path(digest);
+        let bytes = parts.concat();
+        self.guarded(|| {
+            self.reach()?;
+            self.service.write(&path, bytes)
+        })
+    }
+
+    /// After a hit: the entry lives another `expiry` (best effort; Redis, not read-only).
+    pub fn refresh(&self, digest: &Digest) {
+        if let (false, Some(c), Some(expiry)) = (self.read_only, &self.coordinator, self.expiry)
+            && self.breaker.check().is_ok()
+            && let Err(e) = c.refresh_expiry(&self.entry_path(digest), expiry)
+        {
+            debug!("{e}");
+        }
+    }
+
+    /// Asks for the compile lease of `digest`. A read-only client never takes one: it reports
+    /// `Held` while another host holds it (so it can wait for the result), else `Unsupported`.
+    pub fn try_lease(&self, digest: &Digest) -> Result<LeaseAttempt, RemoteError> {
+        let Some(c) = &self.coordinator else {
+            return Ok(LeaseAttempt::Unsupported);
+        };
+        let key = self.lease_path(digest);
+        if self.read_only {
+            return self.guarded(|| {
+                Ok(match c.holder(&key)? {
+                    Some(h) => LeaseAttempt::Held(h),
+                    None => LeaseAttempt::Unsupported,
+                })
+            });
+        }
+        self.guarded(|| {
+            Ok(match c.try_acquire(&key)? {
+                Attempt::Acquired(l) => LeaseAttempt::Acquired(l),
+                Attempt::Held(h) => LeaseAttempt::Held(h),
+            })
+        })
+    }
+
+    /// Warns (once per process) that the remote was not used.
+    pub fn fallback(&self, err: &RemoteError) {
+        self.breaker.warn_once(err);
+    }
+
+    /// Until when the remote is marked down, if it is.
+    pub fn down_until(&self) -> Option<UnixMillis> {
+        self.breaker.down_until()
+    }
+
+    /// The remote as shown in messages (password redacted).
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// The key or object path of `digest`'s entry.
+    pub fn entry_path(&self, digest: &Digest) -> String {
+        self.path(&format!("entries-v1/{}", digest.as_str()))
+    }
+
+    /// The key of `digest`'s compile lease.
+    pub fn lease_path(&self, digest: &Digest) -> String {
+        self.path(&format!("leases/{}", digest.as_str()))
+    }
+
+    fn path(&self, rest: &str) -> String {
+        if self.prefix.is_empty() {
+            rest.to_owned()
+        } else {
+            format!("{}/{rest}", self.prefix)
+        }
+    }
+
+    /// Before the first entry operation of a process, a quick PING (Redis): a server that is
+    /// down then costs a refused connection, not a timeout.
+    fn reach(&self) -> Result<(), RemoteError> {
+        if let Some(c) = &self.coordinator
+            && !self.reached.load(Ordering::Relaxed)
+        {
+            c.ping()?;
+            self.reached.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Runs `f` unless the breaker is open; a failure opens it, a success closes it.
+    fn guarded<T>(&self, f: impl FnOnce() -> Result<T, RemoteError>) -> Result<T, RemoteError> {
+        self.breaker.check()?;
+        match f() {
+            Ok(v) => {
+                self.breaker.succeeded();
+                Ok(v)
+            }
+            Err(e) => {
+                self.breaker.trip(&e.to_string());
+                Err(e)
+            }
+        }
+    }
+}

@@ -1,0 +1,688 @@
+//! The remote tier with real processes and a real Redis: cache directories standing for hosts
+//! share one server through `exec --remote`. A host reuses what another compiled; a remote that
+//! dies, hangs, or holds junk never fails a compile nor yields wrong bytes; a read-only client
+//! never writes; racing hosts compile a key once.
+//!
+//! See `remote/redis.rs` for where the server comes from (never a silent pass).
+
+mod common;
+#[path = "remote/redis.rs"]
+mod redis;
+
+use common::{bin, corpus, failure, success};
+use redis::Target;
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A counting "compiler" (as in cli_exec.rs): appends to `$RUNS`, sleeps `$SLEEP`, fails with
+/// `$FAIL`, else copies its input to its output with a marker.
+const COMPILER: &str = r#"#!/bin/sh
+echo run >> "$RUNS"
+if [ -n "$SLEEP" ]; then sleep "$SLEEP"; fi
+if [ -n "$FAIL" ]; then echo "error: cannot compile $1" >&2; exit 3; fi
+cat "$1" > "$2" && echo "compiled" >> "$2"
+"#;
+
+/// Hosts sharing one remote: each has its own cache directory; all share one compiler (and so
+/// one run counter) and one set of modules.
+struct Team {
+    dir: tempfile::TempDir,
+    compiler: PathBuf,
+    remote: String,
+}
+
+impl Team {
+    fn new(remote: String) -> Team {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let compiler = dir.path().join("compiler.sh");
+        std::fs::write(&compiler, COMPILER).expect("write compiler");
+        std::fs::set_permissions(&compiler, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        for (name, source) in [
+            ("a.mlir", "cpu/mlp.a.generic.mlir"),
+            ("b.mlir", "cpu/mlp.a_batch5.generic.mlir"),
+        ] {
+            std::fs::copy(corpus(source), dir.path().join(name)).expect("copy module");
+        }
+        // More distinct modules: the same program under other names.
+        let a = std::fs::read_to_string(dir.path().join("a.mlir")).expect("read");
+        for name in ["c", "d", "e"] {
+            std::fs::write(
+                dir.path().join(format!("{name}.mlir")),
+                a.replace(
+                    "sym_name = \"jit_mlp\"",
+                    &format!("sym_name = \"jit_{name}\""),
+                ),
+            )
+            .expect("write module");
+        }
+        Team {
+            dir,
+            compiler,
+            remote,
+        }
+    }
+
+    fn cache(&self, host: &str) -> PathBuf {
+        self.dir.path().join(format!("cache-{host}"))
+    }
+
+    fn runs(&self) -> usize {
+        std::fs::read_to_string(self.dir.path().join("runs"))
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+
+    fn out(&self, host: &str, module: &str) -> PathBuf {
+        self.dir.path().join(format!("{host}-{module}.out"))
+    }
+
+    /// `exec` on `host` compiling `module` (a.mlir …) through the remote.
+    fn exec(&self, host: &str, module: &str) -> Command {
+        self.exec_with(host, module, &[], &[])
+    }
+
+    /// As `exec`, with more global options and more options of `exec`.
+    fn exec_with(&self, host: &str, module: &str, global: &[&str], options: &[&str]) -> Command {
+        let input = self.dir.path().join(module);
+        let output = self.out(host, module);
+        let mut c = bin();
+        c.env("RUNS", self.dir.path().join("runs"))
+            .arg("--cache-dir")
+            .arg(self.cache(host))
+            .arg("--remote")
+            .arg(&self.remote)
+            .args(global)
+            .arg("exec")
+            .args(options)
+            .arg("--input")
+            .arg(&input)
+            .arg("--output")
+            .arg(&output)
+            .arg("--")
+            .arg(&self.compiler)
+            .arg(&input)
+            .arg(&output);
+        c
+    }
+
+    fn stats(&self, host: &str) -> Value {
+        let out = success(
+            bin()
+                .arg("--cache-dir")
+                .arg(self.cache(host))
+                .arg("--remote")
+                .arg(&self.remote)
+                .args(["cache", "stats", "--json"]),
+        );
+        serde_json::from_slice(&out).expect("stats json")
+    }
+
+    fn stats_text(&self, host: &str) -> String {
+        String::from_utf8(success(
+            bin()
+                .arg("--cache-dir")
+                .arg(self.cache(host))
+                .arg("--remote")
+                .arg(&self.remote)
+                .args(["cache", "stats"]),
+        ))
+        .expect("utf-8")
+    }
+}
+
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+fn stderr_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Runs `c`, asserting success; returns stderr.
+fn ok(c: &mut Command) -> String {
+    let output = c.output().expect("run");
+    assert!(
+        output.status.success(),
+        "{c:?} failed: {}\n{}",
+        output.status,
+        stderr_of(&output)
+    );
+    stderr_of(&output)
+}
+
+macro_rules! redis_or_skip {
+    ($target:expr) => {
+        match $target {
+            Some(t) => t,
+            None => return,
+        }
+    };
+}
+
+#[test]
+fn a_second_host_gets_a_hit_without_compiling() {
+    let target: Target = redis_or_skip!(redis::shared("second_host_hit"));
+    let team = Team::new(target.url());
+    ok(&mut team.exec("a", "a.mlir"));
+    assert_eq!(team.runs(), 1);
+    let entries = target.entry_keys();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let ttl: i64 = target.cli(&["ttl", &entries[0]]).parse().expect("ttl");
+    assert!(
+        (29 * 86_400..=30 * 86_400).contains(&ttl),
+        "remote expiry is the cache TTL (30 days), got {ttl}s"
+    );
+    assert!(
+        target.keys().iter().all(|k| !k.contains("/leases/")),
+        "the lease is released: {:?}",
+        target.keys()
+    );
+
+    let stderr = ok(team
+        .exec("b", "a.mlir")
+        .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO"));
+    assert!(
+        stderr.contains("Using a cached artefact from redis://"),
+        "{stderr}"
+    );
+    assert_eq!(
+        team.runs(),
+        1,
+        "host b compiled instead of using host a's result"
+    );
+    assert_eq!(
+        read(&team.out("b", "a.mlir")),
+        read(&team.out("a", "a.mlir"))
+    );
+    let b = team.stats("b");
+    assert_eq!(
+        (b["remote_hits"].as_u64(), b["remote_writes"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(b["entries"], 1, "the remote hit is back-filled locally");
+    let a = team.stats("a");
+    assert_eq!(
+        (a["remote_misses"].as_u64(), a["remote_writes"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(a["remote_fallbacks"], 0);
+
+    // Back-filled: host b hits locally now, even with the remote gone.
+    std::fs::remove_file(team.out("b", "a.mlir")).expect("remove");
+    let mut local_only = team.exec("b", "a.mlir");
+    local_only.env("MLIR_CACHE_KEY_FLAGS", "--remote=redis://127.0.0.1:1/0");
+    ok(&mut local_only);
+    assert_eq!(team.runs(), 1);
+    assert_eq!(
+        read(&team.out("b", "a.mlir")),
+        read(&team.out("a", "a.mlir"))
+    );
+}
+
+#[test]
+fn failures_are_shared_and_replayed_without_compiling() {
+    let target = redis_or_skip!(redis::shared("shared_failure"));
+    let team = Team::new(target.url());
+    let first = team
+        .exec("a", "a.mlir")
+        .env("FAIL", "1")
+        .output()
+        .expect("run");
+    assert_eq!(first.status.code(), Some(3));
+    let replay = team.exec("b", "a.mlir").output().expect("run");
+    assert_eq!(replay.status.code(), Some(3), "{}", stderr_of(&replay));
+    let stderr = stderr_of(&replay);
+    assert!(stderr.contains("error: cannot compile"), "{stderr}");
+    assert!(
+        stderr.contains("replaying the remembered failure"),
+        "{stderr}"
+    );
+    assert_eq!(team.runs(), 1);
+    // --retry_failed_compilation compiles again, and the success replaces the failure remotely.
+    ok(team
+        .exec("c", "a.mlir")
+        .env("MLIR_CACHE_KEY_FLAGS", "--retry_failed_compilation"));
+    assert_eq!(team.runs(), 2);
+    ok(&mut team.exec("d", "a.mlir"));
+    assert_eq!(team.runs(), 2, "host d uses host c's success");
+}
+
+#[test]
+fn a_killed_remote_never_fails_a_compile_and_is_retried_later() {
+    let mut target = redis_or_skip!(redis::private("killed_remote"));
+    let team = Team::new(target.url());
+    let flags = "--remote_retry_after=3";
+    ok(team.exec("a", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
+    ok(team.exec("b", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
+    assert_eq!(team.runs(), 1);
+
+    // Killed mid-run: while host a compiles (holding the lease), the server dies.
+    let child = team
+        .exec("a", "b.mlir")
+        .env("MLIR_CACHE_KEY_FLAGS", flags)
+        .env("SLEEP", "1")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(400));
+    target.server().kill();
+    let a = child.wait_with_output().expect("wait");
+    assert!(a.status.success(), "{}", stderr_of(&a));
+    assert!(
+        stderr_of(&a).contains("remote cache unavailable, using the local cache only"),
+        "{}",
+        stderr_of(&a)
+    );
+    assert_eq!(
+        stderr_of(&a).matches("remote cache unavailable").count(),
+        1,
+        "warned once"
+    );
+    assert!(read(&team.out("a", "b.mlir")).ends_with(b"compiled\n"));
+
+    // Host b, remote down: compiles locally, quickly (a refused connection is no timeout).
+    let t = Instant::now();
+    let b = team
+        .exec("b", "b.mlir")
+        .env("MLIR_CACHE_KEY_FLAGS", flags)
+        .output()
+        .expect("run");
+    assert!(b.status.success(), "{}", stderr_of(&b));
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "took {:?}",
+        t.elapsed()
+    );
+    assert_eq!(team.runs(), 3);
+    // Local hits keep working without the remote.
+    ok(team.exec("a", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
+    assert_eq!(team.runs(), 3);
+    // The next process on host a skips the remote at once (breaker recorded in the cache dir).
+    let c = team
+        .exec("a", "c.mlir")
+        .env("MLIR_CACHE_KEY_FLAGS", flags)
+        .output()
+        .expect("run");
+    assert!(c.status.success());
+    assert!(
+        stderr_of(&c).contains("is marked down until"),
+        "{}",
+        stderr_of(&c)
+    );
+    assert_eq!(team.runs(), 4);
+
+    let sa = team.stats("a");
+    assert!(sa["remote_errors"].as_u64() >= Some(1), "{sa}");
+    assert!(sa["remote_skipped"].as_u64() >= Some(1), "{sa}");
+    assert_eq!(
+        sa["remote_fallbacks"].as_u64(),
+        Some(sa["remote_errors"].as_u64().unwrap() + sa["remote_skipped"].as_u64().unwrap())
+    );
+    assert!(sa["remote_down_until_ms"].is_i64(), "{sa}");
+    let text = team.stats_text("a");
+    assert!(text.contains("remote down until"), "{text}");
+    assert!(text.contains("remote fallbacks"), "{text}");
+    let sb = team.stats("b");
+    assert!(sb["remote_fallbacks"].as_u64() >= Some(1), "{sb}");
+
+    // Back up (empty) and past retry_after: the remote is used again and the mark is gone.
+    target.server().restart();
+    std::thread::sleep(Duration::from_secs(3));
+    ok(team.exec("a", "d.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
+    assert_eq!(team.runs(), 5);
+    assert_eq!(target.entry_keys().len(), 1, "{:?}", target.keys());
+    let sa = team.stats("a");
+    assert!(sa["remote_down_until_ms"].is_null(), "{sa}");
+    ok(team.exec("b", "d.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
+    assert_eq!(
+        team.runs(),
+        5,
+        "host b hits what host a wrote after the restart"
+    );
+}
+
+#[test]
+fn corrupt_remote_values_are_counted_and_never_used() {
+    let target = redis_or_skip!(redis::shared("corrupt_value"));
+    let team = Team::new(target.url());
+    ok(&mut team.exec("a", "a.mlir"));
+    ok(&mut team.exec("a", "c.mlir"));
+    let good = read(&team.out("a", "a.mlir"));
+    // The remote holds the entry files' exact bytes: they are host a's local files.
+    let entry_file = |key: &str| {
+        let digest = key.rsplit('/').next().expect("digest");
+        read(
+            &team
+                .cache("a")
+                .join("v1/entries")
+                .join(&digest[..2])
+                .join(digest),
+        )
+    };
+    let keys = target.entry_keys();
+    assert_eq!(keys.len(), 2);
+    let a_key = {
+        let mut found = None;
+        for k in &keys {
+            assert_eq!(
+                target.cli(&["strlen", k]).parse::<usize>().ok(),
+                Some(entry_file(k).len())
+            );
+            let file = entry_file(k);
+            if file.windows(b"jit_mlp-".len()).any(|w| w == b"jit_mlp-") {
+                found = Some(k.clone());
+            }
+        }
+        found.expect("the entry of a.mlir")
+    };
+    let c_key = keys
+        .iter()
+        .find(|k| **k != a_key)
+        .expect("the other entry")
+        .clone();
+    let valid = entry_file(&a_key);
+    let mut flipped = valid.clone();
+    let last = flipped.len() - 3;
+    flipped[last] ^= 0x20;
+    let junk: Vec<(&str, Vec<u8>)> = vec![
+        ("junk", b"junk".to_vec()),
+        ("truncated", valid[..valid.len() / 2].to_vec()),
+        ("flipped", flipped),
+        ("another key's entry", entry_file(&c_key)),
+    ];
+    for (i, (what, value)) in junk.iter().enumerate() {
+        target.set_bytes(&a_key, value);
+        let host = format!("fresh{i}");
+        let stderr = ok(&mut team.exec(&host, "a.mlir"));
+        assert!(stderr.contains("is corrupt"), "{what}: {stderr}");
+        assert_eq!(read(&team.out(&host, "a.mlir")), good, "{what}");
+        let s = team.stats(&host);
+        assert_eq!(s["remote_corrupt"], 1, "{what}: {s}");
+        assert_eq!(s["remote_hits"], 0, "{what}: {s}");
+        assert_eq!(
+            team.runs(),
+            3 + i,
+            "{what}: host {host} compiled instead of using it"
+        );
+    }
+    // The last host that compiled rewrote a good value: the next host hits it.
+    assert_eq!(
+        target.cli(&["strlen", &a_key]).parse::<usize>().ok(),
+        Some(valid.len())
+    );
+    ok(&mut team.exec("z", "a.mlir"));
+    assert_eq!(team.runs(), 2 + junk.len());
+    // Host a keeps using its local copy whatever the remote holds.
+    target.set_bytes(&a_key, b"junk again");
+    ok(&mut team.exec("a", "a.mlir"));
+    assert_eq!(team.runs(), 2 + junk.len());
+    assert_eq!(team.stats("a")["remote_corrupt"], 0);
+}
+
+#[test]
+fn a_read_only_client_never_writes() {
+    let target = redis_or_skip!(redis::shared("read_only"));
+    let team = Team::new(target.url());
+    // The command-line option and the variable's flag.
+    ok(&mut team.exec_with("r", "a.mlir", &["--remote-read-only"], &[]));
+    ok(team
+        .exec("r", "b.mlir")
+        .env("MLIR_CACHE_KEY_FLAGS", "--remote_read_only"));
+    assert_eq!(team.runs(), 2);
+    assert_eq!(
+        target.keys(),
+        Vec::<String>::new(),
+        "a read-only client wrote"
+    );
+    let s = team.stats("r");
+    assert_eq!(s["remote_writes"], 0);
+    assert_eq!(s["remote_misses"], 2);
+
+    // A writer shares a.mlir; a fresh read-only host reads it (and keeps it locally).
+    ok(&mut team.exec("w", "a.mlir"));
+    assert_eq!(team.runs(), 3);
+    let before = target.keys();
+    assert_eq!(before.len(), 1, "{before:?}");
+    ok(team
+        .exec("r2", "a.mlir")
+        .env("MLIR_CACHE_KEY_FLAGS", "--remote_read_only"));
+    assert_eq!(team.runs(), 3, "the read-only host did not use the remote");
+    let failing = team
+        .exec("r2", "c.mlir")
+        .env("FAIL", "1")
+        .env("MLIR_CACHE_KEY_FLAGS", "--remote_read_only")
+        .output()
+        .expect("run");
+    assert_eq!(failing.status.code(), Some(3));
+    assert_eq!(target.keys(), before, "a read-only client wrote");
+    let ttl_before: i64 = target.cli(&["pttl", &before[0]]).parse().expect("pttl");
+    assert!(ttl_before > 0);
+    let s = team.stats("r2");
+    assert_eq!(
+        (s["remote_hits"].as_u64(), s["remote_writes"].as_u64()),
+        (Some(1), Some(0))
+    );
+}
+
+#[test]
+fn racing_hosts_compile_a_key_once() {
+    let target = redis_or_skip!(redis::shared("racing_hosts"));
+    let team = Team::new(target.url());
+    let hosts = ["h1", "h2", "h3"];
+    let children: Vec<_> = hosts
+        .iter()
+        .map(|h| {
+            team.exec(h, "a.mlir")
+                .env("SLEEP", "2")
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("wait"))
+        .collect();
+    for o in &outputs {
+        assert!(o.status.success(), "{}", stderr_of(o));
+    }
+    assert_eq!(team.runs(), 1, "three hosts, one compile");
+    let waited = outputs
+        .iter()
+        .filter(|o| stderr_of(o).contains("Blocking waiting for"))
+        .count();
+    assert_eq!(waited, 2, "the other hosts waited for the lease holder");
+    let first = read(&team.out("h1", "a.mlir"));
+    for h in hosts {
+        assert_eq!(read(&team.out(h, "a.mlir")), first);
+    }
+    assert!(target.keys().iter().all(|k| !k.contains("/leases/")));
+}
+
+#[test]
+fn a_lease_is_renewed_while_a_long_compile_runs() {
+    let target = redis_or_skip!(redis::shared("lease_renewal"));
+    let team = Team::new(target.url());
+    // A one-second lease and a three-second compile: only renewal keeps host b waiting.
+    let flags = "--remote_lease=1";
+    let holder = team
+        .exec("a", "a.mlir")
+        .env("MLIR_CACHE_KEY_FLAGS", flags)
+        .env("SLEEP", "3")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(500));
+    let stderr = ok(team.exec("b", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
+    assert!(stderr.contains("Blocking waiting for"), "{stderr}");
+    let holder = holder.wait_with_output().expect("wait");
+    assert!(holder.status.success(), "{}", stderr_of(&holder));
+    assert!(
+        !stderr_of(&holder).contains("lost the compile lease"),
+        "{}",
+        stderr_of(&holder)
+    );
+    assert_eq!(
+        team.runs(),
+        1,
+        "the lease expired while its holder compiled"
+    );
+    assert_eq!(
+        read(&team.out("b", "a.mlir")),
+        read(&team.out("a", "a.mlir"))
+    );
+}
+
+#[test]
+fn a_dead_lease_holder_delays_but_never_blocks() {
+    let target = redis_or_skip!(redis::shared("dead_holder"));
+    let team = Team::new(target.url());
+    // A holder that died: its lease expires by itself.
+    ok(&mut team.exec("a", "a.mlir")); // learn the key
+    let entry = target.entry_keys().pop().expect("entry");
+    let lease_of = |entry: &str| entry.replace("/entries-v1/", "/leases/");
+    target.cli(&["del", &entry]);
+    let lease = lease_of(&entry);
+    assert_eq!(
+        target.cli(&["set", &lease, "ghost:1:1", "px", "1500"]),
+        "OK"
+    );
+    let t = Instant::now();
+    let stderr = ok(&mut team.exec("b", "a.mlir"));
+    assert!(
+        stderr.contains("Blocking waiting for ghost:1:1"),
+        "{stderr}"
+    );
+    assert!(
+        t.elapsed() >= Duration::from_millis(1200),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(team.runs(), 2);
+    // A lease that never ends: wait --lock-timeout, then compile anyway.
+    target.cli(&["del", &entry]);
+    assert_eq!(target.cli(&["set", &lease, "stuck:1:1"]), "OK");
+    let t = Instant::now();
+    let stderr = ok(&mut team.exec_with("c", "a.mlir", &[], &["--lock-timeout", "1"]));
+    assert!(stderr.contains("Gave up waiting for stuck:1:1"), "{stderr}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert_eq!(team.runs(), 3);
+    assert_eq!(
+        target.cli(&["get", &lease]),
+        "stuck:1:1",
+        "someone else's lease is never deleted"
+    );
+}
+
+/// A server that accepts connections and never answers; or answers junk.
+fn fake_server(junk: Option<&'static [u8]>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().take(64) {
+            let Ok(mut s) = stream else { continue };
+            if let Some(bytes) = junk {
+                let mut buf = [0u8; 512];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(bytes);
+            }
+            held.push(s);
+        }
+    });
+    port
+}
+
+#[test]
+fn a_silent_or_garbled_server_costs_one_timeout_per_retry_period() {
+    for (name, junk) in [
+        ("silent", None),
+        (
+            "garbled",
+            Some(&b"HTTP/1.1 400 Bad Request\r\n\r\n\x00\xff"[..]),
+        ),
+    ] {
+        let port = fake_server(junk);
+        let team = Team::new(format!("redis://127.0.0.1:{port}/0"));
+        let t = Instant::now();
+        let first = team
+            .exec("a", "a.mlir")
+            .env("MLIR_CACHE_KEY_FLAGS", "--remote_timeout=0.5")
+            .output()
+            .expect("run");
+        assert!(first.status.success(), "{name}: {}", stderr_of(&first));
+        assert!(
+            t.elapsed() < Duration::from_secs(4),
+            "{name}: took {:?}",
+            t.elapsed()
+        );
+        assert!(
+            stderr_of(&first).contains("remote cache unavailable"),
+            "{name}"
+        );
+        let t = Instant::now();
+        let second = team
+            .exec("a", "b.mlir")
+            .env("MLIR_CACHE_KEY_FLAGS", "--remote_timeout=0.5")
+            .output()
+            .expect("run");
+        assert!(second.status.success());
+        assert!(
+            t.elapsed() < Duration::from_millis(1500),
+            "{name}: the second process paid the timeout again ({:?})",
+            t.elapsed()
+        );
+        assert_eq!(team.runs(), 2, "{name}");
+        let s = team.stats("a");
+        assert_eq!(s["remote_errors"], 1, "{name}: {s}");
+        assert!(s["remote_skipped"].as_u64() >= Some(2), "{name}: {s}");
+        assert_eq!(s["remote_hits"], 0);
+    }
+}
+
+#[test]
+fn bad_remote_urls_are_usage_errors_naming_the_flag() {
+    let team = Team::new("unused".to_owned());
+    let stats = |flags: &str, cli: Option<&str>| {
+        let mut c = bin();
+        c.env("MLIR_CACHE_KEY_FLAGS", flags)
+            .arg("--cache-dir")
+            .arg(team.cache("a"));
+        if let Some(url) = cli {
+            c.args(["--remote", url]);
+        }
+        c.args(["cache", "stats"]);
+        c
+    };
+    let e = failure(&mut stats("--remote=redis://u:hunter2@h:1/nodb", None), 2);
+    assert!(
+        e.contains("MLIR_CACHE_KEY_FLAGS: --remote=redis://***@h:1/nodb"),
+        "{e}"
+    );
+    assert!(e.contains("database number"), "{e}");
+    assert!(!e.contains("hunter2"), "{e}");
+    let e = failure(&mut stats("", Some("ftp://h/0")), 2);
+    assert!(e.contains("command line: --remote=ftp://h/0"), "{e}");
+    assert!(e.contains("unsupported scheme"), "{e}");
+    if !cfg!(feature = "remote-s3") {
+        let e = failure(&mut stats("", Some("s3://bucket/prefix?region=x")), 2);
+        assert!(e.contains("--features remote-s3"), "{e}");
+    }
+    let e = failure(&mut stats("--remote_timeout=0", None), 2);
+    assert!(e.contains("--remote_timeout=0"), "{e}");
+    // A good URL is shown, password hidden.
+    let text = String::from_utf8(success(&mut stats(
+        "--remote=redis://u:hunter2@127.0.0.1:1/3/team",
+        None,
+    )))
+    .expect("utf-8");
+    assert!(
+        text.contains("remote              redis://u:***@127.0.0.1:1/3/team"),
+        "{text}"
+    );
+}
