@@ -9,7 +9,6 @@ use crate::mlir::ffi::{self, MckPassOptions};
 use crate::mlir::ops::OpRef;
 use mlir_sys::{MlirLogicalResult, MlirOperation};
 use std::ffi::{CString, c_char};
-use std::os::raw::c_void;
 
 /// mlir-opt's `PassPluginLibraryInfo` (mlir/Tools/Plugins/PassPlugin.h).
 #[repr(C)]
@@ -110,6 +109,3 @@ unsafe extern "C" fn digest_pass(
         }
     }
 }
-
-#[allow(dead_code)]
-fn _assert_types(_: *mut c_void) {}
