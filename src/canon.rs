@@ -20,6 +20,7 @@ use crate::mlir::ops::OpRef;
 use crate::mlir::{self, EmitError};
 use melior::ir::{Module, Operation};
 use sha2::{Digest, Sha256};
+use std::time::{Duration, Instant};
 
 /// What canonicalisation did, for `kernels` listings and diagnostics.
 #[derive(Debug, Default, Clone, serde::Serialize)]
@@ -38,13 +39,7 @@ pub struct CanonicalModule<'c> {
 impl<'c> CanonicalModule<'c> {
     /// Canonicalises a clone of `module`; the caller's module is not touched.
     pub fn of(module: &Module<'c>, options: &Options) -> Result<Self, CanonError> {
-        // SAFETY: the clone is a new top-level operation that we own; it is a
-        // builtin.module because `module` is.
-        let clone = unsafe {
-            Operation::from_raw(mlir_sys::mlirOperationClone(module.as_operation().to_raw()))
-        };
-        let module = Module::from_operation(clone).ok_or(CanonError::NotAModule)?;
-        Self::from_owned(module, options)
+        Self::from_owned(clone_module(module)?, options)
     }
 
     /// Canonicalises `module` in place (CLI: it owns the module it parsed).
@@ -107,18 +102,51 @@ pub(crate) fn canonicalize_in_place(
     op: OpRef<'_>,
     options: &Options,
 ) -> Result<Report, CanonError> {
+    canonicalize_steps(op, options, &mut StepTimes::default())
+}
+
+/// Time spent in the in-place steps (`canon --timings`).
+#[derive(Debug, Default)]
+struct StepTimes {
+    /// The op walk and the kernel stripping.
+    kernels: Duration,
+    strip_debuginfo: Duration,
+}
+
+/// [`canonicalize_in_place`], recording how long its steps took.
+fn canonicalize_steps(
+    op: OpRef<'_>,
+    options: &Options,
+    times: &mut StepTimes,
+) -> Result<Report, CanonError> {
+    let start = Instant::now();
     let custom_calls = op.collect_named("stablehlo.custom_call");
     let mut report = Report::default();
     if !options.keep_locations {
         if options.kernels == KernelMode::Strip {
             report.kernels = kernels::strip_all(&custom_calls)?;
         }
+        times.kernels = start.elapsed();
+        let start = Instant::now();
         strip_debug_info(op)?;
+        times.strip_debuginfo = start.elapsed();
+    } else {
+        times.kernels = start.elapsed();
     }
     if options.ignore_custom_partitioning {
         report.custom_partitioning_removed = partitioning::neutralise(&custom_calls);
     }
     Ok(report)
+}
+
+/// A deep copy of `module`, owned by the caller.
+fn clone_module<'c>(module: &Module<'c>) -> Result<Module<'c>, CanonError> {
+    // SAFETY: the clone is a new top-level operation that we own; it is a
+    // builtin.module because `module` is.
+    let clone = unsafe {
+        Operation::from_raw(mlir_sys::mlirOperationClone(module.as_operation().to_raw()))
+    };
+    Module::from_operation(clone).ok_or(CanonError::NotAModule)
 }
 
 /// Runs upstream `strip-debuginfo` on `op`.

@@ -6,11 +6,9 @@ mod common;
 
 use common::{bin, corpus, failure, success, text};
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const COMPILER: &str = "#!/bin/sh\necho run >> \"$RUNS\"\ncat \"$1\" > \"$2\"\n";
 const CONFLICT: i32 = 5;
 
 struct Team {
@@ -21,8 +19,7 @@ impl Team {
     fn new() -> Team {
         let dir = tempfile::tempdir().expect("tempdir");
         let compiler = dir.path().join("cc.sh");
-        std::fs::write(&compiler, COMPILER).unwrap();
-        std::fs::set_permissions(&compiler, std::fs::Permissions::from_mode(0o755)).unwrap();
+        common::write_compiler(&compiler, "compiled");
         Team { dir }
     }
 

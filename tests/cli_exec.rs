@@ -5,20 +5,8 @@
 mod common;
 
 use common::{bin, corpus, failure, success, text};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// A small "compiler": copies its input to its output, appending a marker,
-/// and logs each run to `runs` (so tests can count compilations). With
-/// FAIL set it prints to stderr and exits 3.
-const COMPILER: &str = r#"#!/bin/sh
-# usage: compiler IN OUT
-echo run >> "$RUNS"
-if [ -n "$SLEEP" ]; then sleep "$SLEEP"; fi
-if [ -n "$FAIL" ]; then echo "error: cannot compile $1" >&2; exit 3; fi
-cat "$1" > "$2" && echo "compiled-by-VERSION" >> "$2"
-"#;
 
 struct Setup {
     dir: tempfile::TempDir,
@@ -71,8 +59,7 @@ impl Setup {
 }
 
 fn write_compiler(path: &Path, version: &str) {
-    std::fs::write(path, COMPILER.replace("VERSION", version)).expect("write compiler");
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    common::write_compiler(path, &format!("compiled-by-{version}"));
 }
 
 #[test]

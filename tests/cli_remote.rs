@@ -14,19 +14,9 @@ use redis::Target;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-/// A counting "compiler" (as in cli_exec.rs): appends to `$RUNS`, sleeps `$SLEEP`, fails with
-/// `$FAIL`, else copies its input to its output with a marker.
-const COMPILER: &str = r#"#!/bin/sh
-echo run >> "$RUNS"
-if [ -n "$SLEEP" ]; then sleep "$SLEEP"; fi
-if [ -n "$FAIL" ]; then echo "error: cannot compile $1" >&2; exit 3; fi
-cat "$1" > "$2" && echo "compiled" >> "$2"
-"#;
 
 /// Hosts sharing one remote: each has its own cache directory; all share one compiler (and so
 /// one run counter) and one set of modules.
@@ -40,8 +30,7 @@ impl Team {
     fn new(remote: String) -> Team {
         let dir = tempfile::tempdir().expect("tempdir");
         let compiler = dir.path().join("compiler.sh");
-        std::fs::write(&compiler, COMPILER).expect("write compiler");
-        std::fs::set_permissions(&compiler, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        common::write_compiler(&compiler, "compiled");
         for (name, source) in [
             ("a.mlir", "cpu/mlp.a.generic.mlir"),
             ("b.mlir", "cpu/mlp.a_batch5.generic.mlir"),

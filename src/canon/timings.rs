@@ -1,11 +1,11 @@
 //! Where canonicalisation time goes: each step timed on its own, for
 //! `mlir-cache-key canon --timings` and the benchmarks.
 
-use super::{CanonError, KernelMode, Options, kernels, partitioning, strip_debug_info};
+use super::{CanonError, Options, StepTimes, canonicalize_steps, clone_module};
 use crate::mlir::ops::OpRef;
 use crate::mlir::{self, parse_module};
 use melior::Context;
-use melior::ir::{Module, Operation};
+
 use sha2::{Digest, Sha256};
 use std::time::{Duration, Instant};
 
@@ -57,30 +57,12 @@ pub fn measure(
 ) -> Result<Timings, CanonError> {
     let (module, parse) = timed(|| parse_module(context, source, name));
     let module = module?;
-    let (clone, clone_time) = timed(|| {
-        // SAFETY: the clone is a new top-level operation owned here.
-        unsafe { Operation::from_raw(mlir_sys::mlirOperationClone(module.as_operation().to_raw())) }
-    });
-    let clone = Module::from_operation(clone).ok_or(CanonError::NotAModule)?;
+    let (clone, clone_time) = timed(|| clone_module(&module));
+    let clone = clone?;
     // SAFETY: `clone` outlives `op`.
     let op = unsafe { OpRef::from_raw(clone.as_operation().to_raw()) };
-    let mut kernels_time = Duration::ZERO;
-    let mut strip_time = Duration::ZERO;
-    let (custom_calls, walk) = timed(|| op.collect_named("stablehlo.custom_call"));
-    kernels_time += walk;
-    if !options.keep_locations {
-        if options.kernels == KernelMode::Strip {
-            let (result, t) = timed(|| kernels::strip_all(&custom_calls));
-            result?;
-            kernels_time += t;
-        }
-        let (result, t) = timed(|| strip_debug_info(op));
-        result?;
-        strip_time = t;
-    }
-    if options.ignore_custom_partitioning {
-        partitioning::neutralise(&custom_calls);
-    }
+    let mut steps = StepTimes::default();
+    canonicalize_steps(op, options, &mut steps)?;
     let (bytes, write) = timed(|| {
         let mut bytes = Vec::new();
         mlir::write_bytecode(clone.as_operation(), &mut |c| bytes.extend_from_slice(c))
@@ -97,8 +79,8 @@ pub fn measure(
     Ok(Timings {
         parse,
         clone: clone_time,
-        kernels: kernels_time,
-        strip_debuginfo: strip_time,
+        kernels: steps.kernels,
+        strip_debuginfo: steps.strip_debuginfo,
         write,
         hash,
         write_and_hash_streamed,

@@ -94,19 +94,19 @@ pub fn run(args: Args, cache: &CacheOptions) -> Result<ExitCode, CliError> {
     {
         return Ok(*code);
     }
-    let outcome = match store.get(&key)? {
-        Lookup::Miss => {
+    let outcome = match replay(store.get(&key)?, &args.output)? {
+        Some(served) => served,
+        None => {
             explain_miss(store.local(), &key, &record);
             compile_once(&store, &key, &ingredients, &args)?
         }
-        found => Served::Cached(replay(found, &args.output)?.unwrap_or(ExitCode::SUCCESS)),
     };
     let code = match &outcome {
-        Served::Cached(code) => *code,
+        Served::Cached { code, .. } => *code,
         Served::Compiled(outcome) => exit_of(outcome),
     };
     if let Some(addressed) = addressed
-        && let Some(state) = outcome.state(store.local(), &key)
+        && let Some(state) = outcome.state()
     {
         return addressed.commit(&key, &ingredients, state, &args.address, code);
     }
@@ -115,25 +115,20 @@ pub fn run(args: Args, cache: &CacheOptions) -> Result<ExitCode, CliError> {
 
 /// How a result was served.
 enum Served {
-    /// A hit or a replayed failure, with its exit code.
-    Cached(ExitCode),
+    /// A hit (`state` "ok") or a replayed failure ("failed"), with its exit code.
+    Cached { code: ExitCode, state: &'static str },
     /// The compiler ran.
     Compiled(Outcome),
 }
 
 impl Served {
     /// The state a run records (`None`: nothing usable was produced).
-    fn state(&self, store: &Store, key: &CacheKey) -> Option<&'static str> {
+    fn state(&self) -> Option<&'static str> {
         match self {
+            Served::Cached { state, .. } => Some(state),
             Served::Compiled(Outcome::Success(_)) => Some("ok"),
             Served::Compiled(Outcome::Failed(_)) => Some("failed"),
             Served::Compiled(Outcome::Killed(_)) => None,
-            Served::Cached(_) => match store.summary_of(key.digest()) {
-                Ok(Some(summary)) if summary.state == crate::store::EntryState::Failed => {
-                    Some("failed")
-                }
-                _ => Some("ok"),
-            },
         }
     }
 }
@@ -148,8 +143,8 @@ fn compile_once(
 ) -> Result<Served, CliError> {
     let claim = match store.claim(key, Duration::from_secs(args.lock_timeout))? {
         Claim::Found(found) => {
-            if let Some(code) = replay(found, &args.output)? {
-                return Ok(Served::Cached(code));
+            if let Some(served) = replay(found, &args.output)? {
+                return Ok(served);
             }
             None
         }
@@ -320,11 +315,14 @@ fn now_ms() -> i64 {
 }
 
 /// Serves a hit or a remembered failure (the store logs which); `None` on a miss.
-fn replay(lookup: Lookup, output: &Path) -> Result<Option<ExitCode>, CliError> {
+fn replay(lookup: Lookup, output: &Path) -> Result<Option<Served>, CliError> {
     match lookup {
         Lookup::Hit(artefact) => {
             write_atomically(output, &artefact.bytes)?;
-            Ok(Some(ExitCode::SUCCESS))
+            Ok(Some(Served::Cached {
+                code: ExitCode::SUCCESS,
+                state: "ok",
+            }))
         }
         Lookup::Failed(cached) => {
             tracing::warn!(
@@ -332,7 +330,10 @@ fn replay(lookup: Lookup, output: &Path) -> Result<Option<ExitCode>, CliError> {
                 cached.key
             );
             let _ = std::io::stderr().write_all(cached.failure.stderr.as_bytes());
-            Ok(Some(exit_code(cached.failure.exit_status)))
+            Ok(Some(Served::Cached {
+                code: exit_code(cached.failure.exit_status),
+                state: "failed",
+            }))
         }
         Lookup::Miss => Ok(None),
     }

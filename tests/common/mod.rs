@@ -87,3 +87,21 @@ pub fn text(bytes: Vec<u8>) -> String {
         .trim_end()
         .to_string()
 }
+
+/// A small real "compiler" for `exec` tests: appends a line to `$RUNS` (so
+/// tests count compilations), sleeps `$SLEEP`, fails with status 3 and an
+/// error on stderr when `$FAIL` is set, else copies its input `$1` to its
+/// output `$2` and appends `last_line`.
+pub fn write_compiler(path: &Path, last_line: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let script = format!(
+        "#!/bin/sh\n\
+         echo run >> \"$RUNS\"\n\
+         if [ -n \"$SLEEP\" ]; then sleep \"$SLEEP\"; fi\n\
+         if [ -n \"$FAIL\" ]; then echo \"error: cannot compile $1\" >&2; exit 3; fi\n\
+         cat \"$1\" > \"$2\" && echo \"{last_line}\" >> \"$2\"\n"
+    );
+    std::fs::write(path, script).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
+}
