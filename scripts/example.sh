@@ -29,7 +29,7 @@ step "the relocated twin gets the same key"
 
 # The "compiler" here is mlir-opt writing bytecode; any compiler works the same way.
 compile() {
-  "$bin" --cache-dir "$cache" --log-level info exec --input "$1" --output "$2" -- \
+  "$bin" --log-level info exec --cache-dir "$cache" --input "$1" --output "$2" -- \
     /usr/lib/llvm-22/bin/mlir-opt --allow-unregistered-dialect --emit-bytecode "$1" -o "$2"
 }
 step "first compilation: a miss, the compiler runs and its output is stored"
@@ -39,5 +39,5 @@ compile "$b" "$out/b.mlirbc"
 cmp "$out/a.mlirbc" "$out/b.mlirbc" && echo "identical artefacts"
 
 step "cache contents"
-"$bin" --cache-dir "$cache" cache list
-"$bin" --cache-dir "$cache" cache stats
+"$bin" cache list --cache-dir "$cache"
+"$bin" cache stats --cache-dir "$cache"

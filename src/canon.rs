@@ -83,6 +83,16 @@ impl<'c> CanonicalModule<'c> {
     }
 }
 
+/// The key library hashes the canonical bytes as MLIR writes them.
+impl crate::key::CanonicalSource for CanonicalModule<'_> {
+    fn write_to(&self, sink: &mut dyn FnMut(&[u8])) -> Result<(), crate::key::SourceError> {
+        Ok(self.write(sink)?)
+    }
+    fn text(&self) -> String {
+        CanonicalModule::text(self)
+    }
+}
+
 /// The canonical bytecode of `module`, which is left untouched.
 pub fn canonicalize(module: &Module, options: &Options) -> Result<Vec<u8>, CanonError> {
     Ok(CanonicalModule::of(module, options)?.to_bytes()?)

@@ -36,9 +36,6 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "LEVEL")]
     log_level: Option<logging::Level>,
 
-    #[command(flatten)]
-    cache: settings::CacheOptions,
-
     #[command(subcommand)]
     command: Command,
 }
@@ -57,11 +54,18 @@ enum Command {
     /// the same module, compiler binary, arguments and environment.
     Exec(exec::Args),
     /// Inspect and manage the persistent cache.
-    #[command(subcommand)]
-    Cache(cache::Command),
+    Cache(Managed<cache::Command>),
     /// Run records: what each run used at each address; export and import.
+    Runs(Managed<runs::Command>),
+}
+
+/// A management command with the cache options it applies to.
+#[derive(Debug, clap::Args)]
+struct Managed<C: Subcommand> {
+    #[command(flatten)]
+    cache: settings::CacheOptions,
     #[command(subcommand)]
-    Runs(runs::Command),
+    command: C,
 }
 
 /// Parses the process arguments and runs the command.
@@ -81,7 +85,7 @@ pub fn main() -> ExitCode {
     // The command line wins; else --log_level of MLIR_CACHE_KEY_FLAGS (a bad
     // variable is reported when the cache is opened).
     let level = cli.log_level.or_else(|| {
-        let settings = cli.cache.settings().ok()?;
+        let settings = settings::CacheOptions::default().settings().ok()?;
         std::env::var_os(crate::store::FLAGS_VAR)?;
         Some(logging::Level::from(settings.log_level))
     });
@@ -98,8 +102,8 @@ fn run(cli: Cli) -> Result<ExitCode, error::CliError> {
         Command::Kernels(args) => kernels::run(args),
         Command::Key(args) => key::run(args),
         Command::Why(args) => why::run(args),
-        Command::Exec(args) => exec::run(args, &cli.cache),
-        Command::Cache(command) => cache::run(command, &cli.cache),
-        Command::Runs(command) => runs::run(command, &cli.cache),
+        Command::Exec(args) => exec::run(args),
+        Command::Cache(m) => cache::run(m.command, &m.cache),
+        Command::Runs(m) => runs::run(m.command, &m.cache),
     }
 }

@@ -6,12 +6,15 @@
 //! into a JAX-compatible key, and [`store`] keeps compiled artefacts under
 //! that key.
 
-pub mod bytecode;
 pub mod canon;
 pub mod cli;
-pub mod key;
 pub mod mlir;
 mod plugin;
-pub mod store;
+
+// The MLIR-free crates, under the names the pipeline uses.
+pub use mck_bytecode as bytecode;
+pub use mck_exec as exec;
+pub use mck_key as key;
+pub use mck_store as store;
 
 pub use canon::{CanonError, CanonicalModule, KernelMode, Options, canonicalize, module_name};

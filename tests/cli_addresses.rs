@@ -39,9 +39,10 @@ impl Team {
 
     fn mck(&self, cache: &str) -> Command {
         let mut c = bin();
+        // The cache directory through the variable: the cache options belong to the subcommand.
+        let flags = format!("--cache_dir={}", self.path(cache).display());
         c.env("RUNS", self.path("runs"))
-            .arg("--cache-dir")
-            .arg(self.path(cache));
+            .env("MLIR_CACHE_KEY_FLAGS", flags);
         c
     }
 
@@ -348,13 +349,13 @@ fn run_records_pin_artefacts_against_eviction() {
     let m = t.module("cpu/mlp.a.generic.mlir");
     success(&mut t.exec("c", &m, "r1", &[]));
     let tiny = ["--cache-size", "1", "--cache-ttl", "0"];
-    success(t.mck("c").args(tiny).args(["cache", "gc"]));
+    success(t.mck("c").args(["cache", "gc"]).args(tiny));
     assert_eq!(
         t.json("c", &["cache", "stats", "--json"])["entries"],
         1,
         "pinned by run r1"
     );
     success(t.mck("c").args(["runs", "prune", "r1"]));
-    success(t.mck("c").args(tiny).args(["cache", "gc"]));
+    success(t.mck("c").args(["cache", "gc"]).args(tiny));
     assert_eq!(t.json("c", &["cache", "stats", "--json"])["entries"], 0);
 }

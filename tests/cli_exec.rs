@@ -43,9 +43,9 @@ impl Setup {
         let mut command = bin();
         command
             .env("RUNS", self.dir.path().join("runs"))
+            .arg("exec")
             .arg("--cache-dir")
             .arg(self.cache())
-            .arg("exec")
             .arg("--input")
             .arg(module)
             .arg("--output")
@@ -173,9 +173,9 @@ fn real_mlir_opt_as_the_compiler() {
     let run = || {
         let mut command = bin();
         command
-            .arg("--cache-dir")
+            .args(["exec", "--cache-dir"])
             .arg(s.cache())
-            .args(["exec", "--input"])
+            .arg("--input")
             .arg(&s.module)
             .arg("--output")
             .arg(&out)
@@ -197,9 +197,8 @@ fn real_mlir_opt_as_the_compiler() {
     assert_eq!(std::fs::read(&out).expect("output"), compiled);
     let stats: serde_json::Value = serde_json::from_slice(&success(
         bin()
-            .arg("--cache-dir")
-            .arg(s.cache())
-            .args(["cache", "stats", "--json"]),
+            .args(["cache", "stats", "--json", "--cache-dir"])
+            .arg(s.cache()),
     ))
     .expect("json");
     assert_eq!(stats["entries"], 1);
@@ -227,7 +226,7 @@ fn cache_management_commands() {
     success(&mut s.exec(&s.module, &s.dir.path().join("out.bin")));
     let cache = |args: &[&str]| {
         let mut c = bin();
-        c.arg("--cache-dir").arg(s.cache()).arg("cache").args(args);
+        c.arg("cache").arg("--cache-dir").arg(s.cache()).args(args);
         c
     };
     let list = text(success(&mut cache(&["entries"])));

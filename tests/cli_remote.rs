@@ -81,12 +81,12 @@ impl Team {
         let output = self.out(host, module);
         let mut c = bin();
         c.env("RUNS", self.dir.path().join("runs"))
+            .arg("exec")
             .arg("--cache-dir")
             .arg(self.cache(host))
             .arg("--remote")
             .arg(&self.remote)
             .args(global)
-            .arg("exec")
             .args(options)
             .arg("--input")
             .arg(&input)
@@ -102,11 +102,10 @@ impl Team {
     fn stats(&self, host: &str) -> Value {
         let out = success(
             bin()
-                .arg("--cache-dir")
+                .args(["cache", "stats", "--json", "--cache-dir"])
                 .arg(self.cache(host))
                 .arg("--remote")
-                .arg(&self.remote)
-                .args(["cache", "stats", "--json"]),
+                .arg(&self.remote),
         );
         serde_json::from_slice(&out).expect("stats json")
     }
@@ -114,11 +113,10 @@ impl Team {
     fn stats_text(&self, host: &str) -> String {
         String::from_utf8(success(
             bin()
-                .arg("--cache-dir")
+                .args(["cache", "stats", "--cache-dir"])
                 .arg(self.cache(host))
                 .arg("--remote")
-                .arg(&self.remote)
-                .args(["cache", "stats"]),
+                .arg(&self.remote),
         ))
         .expect("utf-8")
     }
@@ -640,12 +638,11 @@ fn bad_remote_urls_are_usage_errors_naming_the_flag() {
     let stats = |flags: &str, cli: Option<&str>| {
         let mut c = bin();
         c.env("MLIR_CACHE_KEY_FLAGS", flags)
-            .arg("--cache-dir")
+            .args(["cache", "stats", "--cache-dir"])
             .arg(team.cache("a"));
         if let Some(url) = cli {
             c.args(["--remote", url]);
         }
-        c.args(["cache", "stats"]);
         c
     };
     let e = failure(&mut stats("--remote=redis://u:hunter2@h:1/nodb", None), 2);

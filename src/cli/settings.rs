@@ -5,7 +5,8 @@ use crate::store::{Settings, SettingsOverrides, parse_seconds, parse_size, parse
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Cache options, accepted by every command (they override the variable).
+/// Cache options of the commands that use the cache (`exec`, `cache`, `runs`); they override
+/// the variable.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct CacheOptions {
     /// Cache directory [default: /var/tmp/mlir-cache-key].
@@ -58,6 +59,18 @@ impl CacheOptions {
                 .remote_url;
         }
         Settings::from_env_and(&overrides).map_err(CliError::usage)
+    }
+}
+
+impl CacheOptions {
+    /// The options given, as command-line words (for commands printed to paste).
+    pub fn as_args(&self) -> String {
+        let mut words = Vec::new();
+        if let Some(dir) = &self.cache_dir {
+            words.push(format!("--cache-dir {}", quote(&dir.to_string_lossy())));
+        }
+        // Never the remote: its URL may hold a password, and conflicts live in the local cache.
+        words.join(" ")
     }
 }
 

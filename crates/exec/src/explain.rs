@@ -1,0 +1,43 @@
+//! A miss explained against the nearest stored entry of the same module.
+
+use mck_key::KeyRecord;
+use mck_store::{CacheKey, Digest, ListFilter, SortBy, Store};
+
+/// Logs, at info, what moved between `record` and the most recently used entry of the same
+/// module name (nothing when there is none).
+pub fn explain_miss(store: &Store, key: &CacheKey, record: &KeyRecord) {
+    let filter = ListFilter {
+        name_glob: Some(glob_escape(key.name())),
+        sort: SortBy::LastUsed,
+        limit: Some(1),
+        ..ListFilter::default()
+    };
+    let Ok(nearest) = store.list(&filter) else {
+        return;
+    };
+    let Some(nearest) = nearest.first() else {
+        return;
+    };
+    let Ok(Some(meta)) = Digest::parse(&nearest.digest).and_then(|d| store.read_metadata(&d))
+    else {
+        return;
+    };
+    if let Ok(old) = serde_json::from_value::<KeyRecord>(meta.ingredients) {
+        let explanation = mck_key::explain::explain(&old, record);
+        tracing::info!(
+            "nearest entry {}:\n{}",
+            nearest.key,
+            explanation.to_string().trim_end()
+        );
+    }
+}
+
+/// SQLite GLOB metacharacters in a name, escaped as one-character classes.
+fn glob_escape(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            '*' | '?' | '[' | ']' => format!("[{c}]"),
+            c => c.to_string(),
+        })
+        .collect()
+}

@@ -1,0 +1,37 @@
+//! What one compilation through the cache is.
+
+use mck_store::Address;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A compiler command and the files it reads and writes.
+#[derive(Debug, Clone)]
+pub struct ExecRequest {
+    /// The compiler and its arguments; `input` and `output` appear among them.
+    pub command: Vec<OsString>,
+    /// The module the command compiles.
+    pub input: PathBuf,
+    /// The file the command writes: stored on success, restored on a hit.
+    pub output: PathBuf,
+    /// Environment variables besides `XLA_FLAGS` and `LIBTPU_INIT_ARGS` that can change the
+    /// output.
+    pub env: Vec<String>,
+    pub platform: String,
+    pub platform_version: String,
+    /// A user string hashed into the key.
+    pub custom_hook: String,
+    /// How long to wait for another process compiling the same key before compiling anyway.
+    pub lock_timeout: Duration,
+}
+
+/// Where a compilation's result is recorded, within which run.
+#[derive(Debug, Clone)]
+pub struct AtAddress {
+    pub address: Address,
+    pub run: String,
+    /// Replace the fingerprint at a conflicting address, for this run.
+    pub overwrite_conflicts: bool,
+    /// The cache options in force, as command-line words, for the commands a conflict prints.
+    pub cache_args: String,
+}

@@ -1,0 +1,93 @@
+//! One compilation through the cache: replay, or compile once and store; at an address, the
+//! fingerprint check before and the record after.
+
+use crate::compiler::{self, Outcome};
+use crate::error::ExecError;
+use crate::explain::explain_miss;
+use crate::request::{AtAddress, ExecRequest};
+use crate::site::{ConflictReport, Site};
+use mck_key::KeyRecord;
+use mck_store::{CacheKey, Compiled, Digest, Served, Tiered};
+use std::io::Write as _;
+
+/// File mode of a compiler output restored from the cache (before the umask).
+const OUTPUT_MODE: u32 = 0o644;
+
+/// How an exec ended.
+#[derive(Debug)]
+pub enum Finished {
+    /// The compiler's status (0 for a hit; a replayed failure's own status; 128 + signal when
+    /// killed), and how the result was served.
+    Status { code: i32, served: Served },
+    /// The address holds another fingerprint: nothing was compiled or overwritten.
+    Conflict(ConflictReport),
+}
+
+/// Compiles `request` through `store` under `record`'s key, recording the result at `at`.
+pub fn run(
+    store: &Tiered,
+    request: &ExecRequest,
+    record: &KeyRecord,
+    at: Option<AtAddress>,
+) -> Result<Finished, ExecError> {
+    let key = CacheKey::from_parts(&record.module_name, Digest::parse(&record.sha256)?)?;
+    let ingredients = serde_json::to_value(record).map_err(ExecError::other)?;
+    let mut site = match at {
+        Some(at) => match Site::check(store.local(), at, &key, record)? {
+            Ok(site) => Some(site),
+            Err(conflict) => return Ok(Finished::Conflict(conflict)),
+        },
+        None => None,
+    };
+    let mut compiler_status = 1;
+    let served = store.compile_once(&key, &ingredients, request.lock_timeout, || {
+        explain_miss(store.local(), &key, record);
+        let outcome = compiler::run(&request.command, &request.output)?;
+        compiler_status = outcome.exit_code();
+        Ok::<_, ExecError>(match outcome {
+            Outcome::Success(bytes) => Compiled::Success(bytes),
+            Outcome::Failed(failure) => Compiled::Failed(failure),
+            Outcome::Killed(signal) => {
+                Compiled::Abandoned(format!("the compiler was killed by signal {signal}"))
+            }
+        })
+    })?;
+    let code = match &served {
+        Served::Fresh(Compiled::Abandoned(_)) => compiler_status,
+        served => replay(served, request)?,
+    };
+    if let Some(site) = site.as_mut()
+        && let Some(state) = served.state()
+        && let Some(conflict) = site.commit(&key, &ingredients, state)?
+    {
+        return Ok(Finished::Conflict(conflict));
+    }
+    Ok(Finished::Status { code, served })
+}
+
+/// Runs the compiler with caching off.
+pub fn run_uncached(request: &ExecRequest) -> Result<i32, ExecError> {
+    Ok(compiler::run(&request.command, &request.output)?.exit_code())
+}
+
+/// Writes a cached artefact to the output, or prints a replayed failure's stderr; returns the
+/// exit status to report.
+fn replay(served: &Served, request: &ExecRequest) -> Result<i32, ExecError> {
+    Ok(match served {
+        Served::Cached(artefact) => {
+            mck_store::write_file(&request.output, &artefact.bytes, OUTPUT_MODE)?;
+            0
+        }
+        Served::CachedFailure(cached) => {
+            tracing::warn!(
+                "replaying the remembered failure of {} (--retry_failed_compilation compiles again)",
+                cached.key
+            );
+            let _ = std::io::stderr().write_all(cached.failure.stderr.as_bytes());
+            cached.failure.exit_status.unwrap_or(1)
+        }
+        Served::Fresh(Compiled::Success(_)) => 0,
+        Served::Fresh(Compiled::Failed(failure)) => failure.exit_status.unwrap_or(1),
+        Served::Fresh(Compiled::Abandoned(_)) => 1,
+    })
+}

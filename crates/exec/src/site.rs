@@ -1,0 +1,170 @@
+//! A compilation at an address, within a run: fingerprints compared before compiling and again
+//! when the result is recorded (another run may have set the address meanwhile).
+
+use crate::error::ExecError;
+use crate::request::AtAddress;
+use mck_key::KeyRecord;
+use mck_store::{AddressClaim, AddressEntry, CacheKey, Registry, RunEntry, Store};
+use serde_json::Value;
+use std::fmt;
+
+/// A cache conflict: the address holds another fingerprint; nothing was overwritten.
+#[derive(Debug, Clone)]
+pub struct ConflictReport {
+    pub address: String,
+    pub run: String,
+    pub cached_key: String,
+    pub cached_run: String,
+    pub new_key: String,
+    /// What moved (the `why` explanation), when the cached fingerprint's record was kept.
+    pub what_moved: Option<String>,
+    /// The cache options in force, repeated in the commands that resolve the conflict.
+    pub cache_args: String,
+}
+
+impl fmt::Display for ConflictReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "cache conflict at {}", self.address)?;
+        writeln!(
+            f,
+            "  cached fingerprint: {} (set by run {})",
+            self.cached_key, self.cached_run
+        )?;
+        writeln!(f, "  new fingerprint:    {}", self.new_key)?;
+        match &self.what_moved {
+            Some(text) => {
+                writeln!(f, "  what moved:")?;
+                for line in text.lines() {
+                    writeln!(f, "    {line}")?;
+                }
+            }
+            None => writeln!(
+                f,
+                "  (the cached fingerprint's ingredients were not recorded)"
+            )?,
+        }
+        let cache = if self.cache_args.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", self.cache_args)
+        };
+        write!(
+            f,
+            "  nothing was overwritten; to resolve:\n    \
+             rerun with --overwrite-cache-conflicts to replace it for run {run}, or\n    \
+             mlir-cache-key cache clear{cache} '{pattern}' and rerun (clear, then resume), or\n    \
+             mlir-cache-key cache clear{cache} --conflicts-in {run} to clear every conflict of this run",
+            run = self.run,
+            pattern = self.address,
+        )
+    }
+}
+
+/// The address side of one compilation.
+pub(crate) struct Site {
+    registry: Registry,
+    at: AtAddress,
+    record: KeyRecord,
+}
+
+impl Site {
+    /// Compares the address (and this run's earlier visits) with `key` before anything is
+    /// compiled; `Err(report)` on a conflict (recorded in the run).
+    pub(crate) fn check(
+        store: &Store,
+        at: AtAddress,
+        key: &CacheKey,
+        record: &KeyRecord,
+    ) -> Result<Result<Site, ConflictReport>, ExecError> {
+        let site = Site {
+            registry: store.registry()?,
+            at,
+            record: record.clone(),
+        };
+        match site
+            .registry
+            .claim(&site.at.address, &key.to_string(), &site.at.run)?
+        {
+            AddressClaim::RunConflict { earlier_key } => Err(site.run_conflict(&earlier_key, key)),
+            AddressClaim::Conflict(existing) if !site.at.overwrite_conflicts => {
+                let mut entry = site.line(key, "conflict");
+                entry.conflict_with = Some(existing.key.clone());
+                site.registry.record_conflict(&site.at.run, &entry)?;
+                Ok(Err(site.conflict(&existing, key)))
+            }
+            _ => Ok(Ok(site)),
+        }
+    }
+
+    fn line(&self, key: &CacheKey, state: &str) -> RunEntry {
+        RunEntry {
+            address: self.at.address.to_string(),
+            key: key.to_string(),
+            digest: key.digest().to_string(),
+            state: state.to_string(),
+            time_ms: now_ms(),
+            conflict_with: None,
+        }
+    }
+
+    /// Records the result at the address, deciding again under the registry lock.
+    pub(crate) fn commit(
+        &mut self,
+        key: &CacheKey,
+        ingredients: &Value,
+        state: &str,
+    ) -> Result<Option<ConflictReport>, ExecError> {
+        let entry = self.line(key, state);
+        match self.registry.commit(
+            &self.at.address,
+            &entry,
+            &self.at.run,
+            ingredients,
+            self.at.overwrite_conflicts,
+        )? {
+            AddressClaim::RunConflict { earlier_key } => Err(self.run_conflict(&earlier_key, key)),
+            AddressClaim::Conflict(existing) if !self.at.overwrite_conflicts => {
+                Ok(Some(self.conflict(&existing, key)))
+            }
+            AddressClaim::Conflict(existing) => {
+                tracing::warn!(
+                    "overwrote the cache conflict at {}: {} → {key} (run {})",
+                    self.at.address,
+                    existing.key,
+                    self.at.run
+                );
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn run_conflict(&self, earlier: &str, key: &CacheKey) -> ExecError {
+        ExecError::RunConflict(format!(
+            "run {} reached address {} with two fingerprints: {earlier} (earlier) and {key}; \
+             one address must name one program within a run",
+            self.at.run, self.at.address
+        ))
+    }
+
+    fn conflict(&self, existing: &AddressEntry, key: &CacheKey) -> ConflictReport {
+        let what_moved = serde_json::from_value::<KeyRecord>(existing.record.clone())
+            .ok()
+            .map(|old| mck_key::explain::explain(&old, &self.record).to_string());
+        ConflictReport {
+            address: self.at.address.to_string(),
+            run: self.at.run.clone(),
+            cached_key: existing.key.clone(),
+            cached_run: existing.run.clone(),
+            new_key: key.to_string(),
+            what_moved,
+            cache_args: self.at.cache_args.clone(),
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -1,0 +1,207 @@
+//! Feeding the eight entries into one SHA-256, recording as we go.
+
+use super::compile_options::{self, NormalizeOptions};
+use super::flags;
+use super::record::{ENTRY_NAMES, EntryRecord, KeyRecord, RECORD_FORMAT, Readable};
+use super::strings::python_strip;
+use super::{Accelerator, CompileOptionsInput, Computation, KeyError, KeyInputs};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use sha2::{Digest, Sha256};
+
+/// Feeds entries into the running hash and a fresh per-entry hash at once,
+/// so the trace costs one extra SHA-256 pass and no second canonicalisation.
+struct Feeder {
+    running: Sha256,
+    entries: Vec<EntryRecord>,
+}
+
+impl Feeder {
+    fn entry<E>(
+        &mut self,
+        feed: impl FnOnce(&mut dyn FnMut(&[u8])) -> Result<Readable, E>,
+    ) -> Result<(), E> {
+        let mut alone = Sha256::new();
+        let running = &mut self.running;
+        let readable = feed(&mut |chunk| {
+            running.update(chunk);
+            alone.update(chunk);
+        })?;
+        let name = ENTRY_NAMES[self.entries.len()];
+        self.entries.push(EntryRecord {
+            name: name.to_string(),
+            entry_sha256: hex::encode(alone.finalize()),
+            running_sha256: hex::encode(self.running.clone().finalize()),
+            readable,
+        });
+        Ok(())
+    }
+}
+
+/// Feeds `text` as JAX's `_hash_string` does: UTF-8, Python-stripped.
+fn feed_trimmed(sink: &mut dyn FnMut(&[u8]), text: &str) {
+    sink(python_strip(text.as_bytes()));
+}
+
+/// Computes the key of `computation` under `inputs`, with its full record.
+pub fn compute(computation: Computation<'_>, inputs: &KeyInputs) -> Result<KeyRecord, KeyError> {
+    let mut feeder = Feeder {
+        running: Sha256::new(),
+        entries: Vec::with_capacity(ENTRY_NAMES.len()),
+    };
+
+    feeder.entry(|sink| -> Result<_, KeyError> {
+        let mut bytes = 0u64;
+        let text = match computation {
+            Computation::Module {
+                module,
+                record_text,
+            } => {
+                module
+                    .write_to(&mut |chunk| {
+                        bytes += chunk.len() as u64;
+                        sink(chunk);
+                    })
+                    .map_err(KeyError::Computation)?;
+                record_text.then(|| module.text())
+            }
+            Computation::Bytes(raw) => {
+                bytes = raw.len() as u64;
+                sink(raw);
+                None
+            }
+        };
+        Ok(Readable::Computation { bytes, text })
+    })?;
+
+    feeder.entry(|sink| -> Result<_, KeyError> {
+        // JAX hashes the version untrimmed.
+        sink(inputs.compiler_version.as_bytes());
+        Ok(Readable::CompilerVersion {
+            version: inputs.compiler_version.clone(),
+        })
+    })?;
+
+    feeder.entry(|sink| -> Result<_, KeyError> {
+        feed_trimmed(sink, &inputs.platform);
+        feed_trimmed(sink, &inputs.platform_version);
+        Ok(Readable::Backend {
+            platform: inputs.platform.clone(),
+            platform_version: inputs.platform_version.clone(),
+        })
+    })?;
+
+    feeder.entry(|sink| -> Result<_, KeyError> {
+        let selection = flags::select(&inputs.flags);
+        for flag in &selection.included {
+            feed_trimmed(sink, flag);
+        }
+        Ok(Readable::Flags {
+            included: selection.included,
+            excluded: selection.excluded,
+        })
+    })?;
+
+    feeder.entry(|sink| compile_options_entry(sink, inputs))?;
+
+    feeder.entry(|sink| -> Result<_, KeyError> {
+        Ok(match &inputs.accelerator {
+            Accelerator::TopologyFingerprint(fingerprint) => {
+                sink(&fingerprint.to_be_bytes());
+                Readable::Accelerator {
+                    topology_fingerprint: Some(*fingerprint),
+                    device_kinds: Vec::new(),
+                }
+            }
+            Accelerator::DeviceKinds(kinds) => {
+                for kind in kinds {
+                    feed_trimmed(sink, kind);
+                }
+                Readable::Accelerator {
+                    topology_fingerprint: None,
+                    device_kinds: kinds.clone(),
+                }
+            }
+        })
+    })?;
+
+    feeder.entry(|sink| -> Result<_, KeyError> {
+        feed_trimmed(sink, &inputs.compression);
+        Ok(Readable::Compression {
+            name: inputs.compression.clone(),
+        })
+    })?;
+
+    feeder.entry(|sink| -> Result<_, KeyError> {
+        feed_trimmed(sink, &inputs.custom_hook);
+        Ok(Readable::CustomHook {
+            value: inputs.custom_hook.clone(),
+        })
+    })?;
+
+    let sha256 = feeder
+        .entries
+        .last()
+        .map(|e| e.running_sha256.clone())
+        .unwrap_or_default();
+    Ok(KeyRecord {
+        format: RECORD_FORMAT,
+        key: format!("{}-{sha256}", inputs.module_name),
+        module_name: inputs.module_name.clone(),
+        sha256,
+        entries: feeder.entries,
+    })
+}
+
+fn compile_options_entry(
+    sink: &mut dyn FnMut(&[u8]),
+    inputs: &KeyInputs,
+) -> Result<Readable, KeyError> {
+    let error = |input: &str| {
+        let input = input.to_string();
+        move |source| KeyError::CompileOptions { input, source }
+    };
+    Ok(match &inputs.compile_options {
+        CompileOptionsInput::None => Readable::CompileOptions {
+            format: "none".into(),
+            hashed: String::new(),
+            text: Vec::new(),
+            changes: Vec::new(),
+        },
+        CompileOptionsInput::Proto { name, bytes } => {
+            let normalized = compile_options::normalize(
+                bytes,
+                &NormalizeOptions {
+                    platform: &inputs.platform,
+                },
+            )
+            .map_err(error(name))?;
+            sink(&normalized.bytes);
+            let text = compile_options::to_text(&normalized.bytes).map_err(error(name))?;
+            Readable::CompileOptions {
+                format: "proto".into(),
+                hashed: STANDARD.encode(&normalized.bytes),
+                text: text.lines().map(str::to_string).collect(),
+                changes: normalized.changes.iter().map(ToString::to_string).collect(),
+            }
+        }
+        CompileOptionsInput::Json {
+            name,
+            bytes,
+            ignored_keys,
+        } => {
+            let canonical =
+                compile_options::canonical_json(bytes, ignored_keys).map_err(error(name))?;
+            sink(&canonical);
+            Readable::CompileOptions {
+                format: "json".into(),
+                hashed: String::from_utf8_lossy(&canonical).into_owned(),
+                text: Vec::new(),
+                changes: ignored_keys
+                    .iter()
+                    .map(|k| format!("ignored key {k}"))
+                    .collect(),
+            }
+        }
+    })
+}

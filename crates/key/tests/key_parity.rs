@@ -1,0 +1,118 @@
+//! JAX parity: every vector in tests/data/parity (inputs captured from JAX
+//! 0.12.0.1's `cache_key.get`) gives JAX's key, trace lines and flag order.
+
+use std::path::PathBuf;
+
+/// A file under the workspace's `tests/data/`.
+fn data(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data")
+        .join(relative)
+}
+
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+use mck_key::flags::FlagSources;
+use mck_key::{Accelerator, CompileOptionsInput, Computation, KeyInputs, Readable, compute};
+use serde_json::Value;
+use std::path::Path;
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The key inputs a vector's env.json describes.
+pub fn inputs_of(dir: &Path) -> KeyInputs {
+    let env: Value = serde_json::from_slice(&read(&dir.join("env.json"))).expect("env.json");
+    let text = |k: &str| env[k].as_str().map(str::to_string);
+    KeyInputs {
+        module_name: text("module_name").expect("module_name"),
+        compiler_version: text("jaxlib_version").expect("jaxlib_version"),
+        platform: text("platform").expect("platform"),
+        platform_version: text("platform_version").expect("platform_version"),
+        flags: FlagSources {
+            xla_flags: text("XLA_FLAGS"),
+            libtpu_init_args: text("LIBTPU_INIT_ARGS"),
+            argv: strings(&env["argv"]),
+            extra_prefixes: strings(&env["extra_flag_prefixes"]),
+        },
+        compile_options: CompileOptionsInput::Proto {
+            name: "compile_options.pb".into(),
+            bytes: read(&dir.join("compile_options.pb")),
+        },
+        accelerator: match env["topology_fingerprint"].as_u64() {
+            Some(fingerprint) => Accelerator::TopologyFingerprint(fingerprint),
+            None => Accelerator::DeviceKinds(strings(&env["device_kinds"])),
+        },
+        compression: text("compression").expect("compression"),
+        custom_hook: text("custom_hook").unwrap_or_default(),
+    }
+}
+
+fn vectors() -> Vec<std::path::PathBuf> {
+    let mut dirs: Vec<_> = std::fs::read_dir(data("parity"))
+        .expect("parity dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("expected.json").exists())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 7, "parity vectors missing");
+    dirs
+}
+
+#[test]
+fn every_parity_vector_gives_jaxs_key_and_trace() {
+    for dir in vectors() {
+        let expected: Value =
+            serde_json::from_slice(&read(&dir.join("expected.json"))).expect("expected.json");
+        let computation = read(&dir.join("computation.mlirbc"));
+        let record = compute(Computation::Bytes(&computation), &inputs_of(&dir)).expect("compute");
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(record.key, expected["key"].as_str().unwrap(), "{name}: key");
+        assert_eq!(
+            record.trace_lines(),
+            strings(&expected["debug_lines"]),
+            "{name}: trace"
+        );
+        let Readable::Flags { included, .. } = &record.entries[3].readable else {
+            panic!("entry 4 is the flags")
+        };
+        assert_eq!(
+            included,
+            &strings(&expected["included_xla_flags_in_hash_order"]),
+            "{name}: flags"
+        );
+        let Readable::CompileOptions { hashed, .. } = &record.entries[4].readable else {
+            panic!("entry 5 is the compile options")
+        };
+        use base64::Engine;
+        let normalized = base64::engine::general_purpose::STANDARD
+            .decode(hashed)
+            .unwrap();
+        assert_eq!(
+            normalized,
+            read(&dir.join("compile_options.normalized.pb")),
+            "{name}: options"
+        );
+    }
+}
+
+#[test]
+fn gpu_device_assignment_is_rebuilt_so_processes_share_a_key() {
+    let key = |v: &str| {
+        let dir = data(&format!("parity/{v}"));
+        let computation = read(&dir.join("computation.mlirbc"));
+        compute(Computation::Bytes(&computation), &inputs_of(&dir))
+            .unwrap()
+            .key
+    };
+    assert_eq!(key("07a_gpu_assign_1"), key("07b_gpu_assign_0"));
+}

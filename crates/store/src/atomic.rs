@@ -1,0 +1,117 @@
+//! Publishing an entry atomically (ccache's `atomicfile`, tempfile's `persist`): write to a
+//! temporary file in `v1/tmp/` (same filesystem as `entries/`), fsync it, rename it over the
+//! destination, fsync the destination directory. Readers see the old file or the complete new
+//! one, never a prefix. A writer dropped before `persist` deletes its temporary file; a writer
+//! killed before it leaves a stray file in `tmp/` that `gc` sweeps, never a visible entry.
+//! [`write_file`] does the same for a file outside the cache (a compiler's output restored on a
+//! hit), with its temporary file beside the destination.
+
+use std::fs::Permissions;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::SystemTime;
+
+use super::error::StoreError;
+use super::fsutil;
+
+/// Writes `parts` (concatenated) to `dest` atomically with modification time `mtime` (the
+/// store's clock: the mtime is the entry's last use for a rebuilt index); returns the number
+/// of bytes written.
+pub fn publish(
+    tmp_dir: &Path,
+    dest: &Path,
+    parts: &[&[u8]],
+    file_mode: u32,
+    mtime: SystemTime,
+    fsync: bool,
+) -> Result<u64, StoreError> {
+    publish_with_prefix(tmp_dir, ".entry-", dest, parts, file_mode, mtime, fsync)
+}
+
+/// Prefix of the temporary files [`write_file`] leaves beside a destination if killed.
+pub const OUTPUT_TMP_PREFIX: &str = ".mlir-cache-key-tmp-";
+
+/// Writes `bytes` to `dest` (outside the cache) atomically and durably: a temporary file in
+/// the same directory, fsynced, renamed over `dest`. A reader never sees a partial file.
+pub fn write_file(dest: &Path, bytes: &[u8], file_mode: u32) -> Result<u64, StoreError> {
+    let dir = dest
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    publish_with_prefix(
+        dir,
+        OUTPUT_TMP_PREFIX,
+        dest,
+        &[bytes],
+        file_mode,
+        SystemTime::now(),
+        true,
+    )
+}
+
+fn publish_with_prefix(
+    tmp_dir: &Path,
+    prefix: &str,
+    dest: &Path,
+    parts: &[&[u8]],
+    file_mode: u32,
+    mtime: SystemTime,
+    fsync: bool,
+) -> Result<u64, StoreError> {
+    let mut tmp = tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(Permissions::from_mode(file_mode))
+        .tempfile_in(tmp_dir)
+        .map_err(|e| StoreError::io("create a temporary file in", tmp_dir, e))?;
+    let mut written = 0u64;
+    for part in parts {
+        tmp.write_all(part)
+            .map_err(|e| StoreError::io("write temporary file", tmp.path(), e))?;
+        written += part.len() as u64;
+    }
+    tmp.as_file()
+        .set_modified(mtime)
+        .map_err(|e| StoreError::io("set the modification time of", tmp.path(), e))?;
+    if fsync {
+        tmp.as_file()
+            .sync_all()
+            .map_err(|e| StoreError::io("fsync temporary file", tmp.path(), e))?;
+    }
+    tmp.persist(dest)
+        .map_err(|e| StoreError::io("rename a temporary file into place at", dest, e.error))?;
+    if fsync && let Some(dir) = dest.parent() {
+        fsutil::sync_dir(dir).map_err(|e| StoreError::io("fsync directory", dir, e))?;
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn publishes_whole_file_with_mode_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let dest = dir.path().join("out");
+        let n = publish(&tmp, &dest, &[b"ab", b"cd"], 0o600, SystemTime::now(), true).unwrap();
+        assert_eq!(n, 4);
+        assert_eq!(std::fs::read(&dest).unwrap(), b"abcd");
+        let mode = std::fs::metadata(&dest).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn failed_publish_leaves_no_temp_and_names_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let dest = dir.path().join("missing-dir").join("out");
+        let err = publish(&tmp, &dest, &[b"x"], 0o600, SystemTime::now(), false).unwrap_err();
+        assert!(err.to_string().contains("missing-dir/out"), "{err}");
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    }
+}

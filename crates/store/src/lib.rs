@@ -1,0 +1,71 @@
+//! The persistent compilation cache: compiled artefacts and remembered failures, content-addressed
+//! by a cache key (`<name>-<64 hex>`, computed by `mck-key` or anyone else), on disk, with a size
+//! cap, LRU eviction under a TTL, verified reads, atomic writes, a per-key compile lock for
+//! concurrent processes, a shared remote tier, and management operations. No MLIR needed.
+//!
+//! Files, each with one job:
+//! - `settings`: `MLIR_CACHE_KEY_FLAGS` and overrides;
+//! - `key`: validating `<name>-<64 hex>`; `layout`: the versioned directory tree;
+//! - `entry`: the entry file format and its checksums; `atomic`: temp file + rename publishing
+//!   (entries, and a compiler's output restored on a hit);
+//! - `index`: the SQLite index; `rebuild`: repairing it from the directory;
+//! - `cache`: open, get, put; `read`: verified reads; `transfer`: export/import of entries;
+//!   `evict`: LRU under TTL; `manage`: stats, list, clear, verify, gc;
+//! - `lock`: advisory compile locks; `quarantine`: moving damaged files aside;
+//! - `clock`: injectable time; `fsutil`: no-follow opens and ownership checks;
+//! - `address`, `registry`: readable addresses and immutable run records, durable beside the
+//!   index; eviction never removes an artefact a run record references;
+//! - `tiered`: the local store with the remote tier (`remote/`: Redis, S3, GCS) behind it;
+//!   `compile`: the one compile-once API on it.
+//!
+//! A compile wrapper calls [`Tiered::compile_once`]: look up; on a miss claim the key (local
+//! lock, remote lease); look up again; compile; store the result or the failure; release.
+
+pub mod address;
+mod atomic;
+mod cache;
+mod clock;
+mod compile;
+mod entry;
+mod error;
+mod evict;
+mod fsutil;
+mod index;
+mod key;
+mod layout;
+mod lock;
+mod manage;
+mod quarantine;
+mod read;
+mod rebuild;
+mod registry;
+pub mod remote;
+mod settings;
+mod tiered;
+mod transfer;
+
+pub use address::{Address, AddressError, AddressPattern};
+pub use atomic::{OUTPUT_TMP_PREFIX, write_file};
+pub use cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};
+pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
+pub use compile::{Compiled, Served};
+pub use entry::{EntryMeta, EntryState, Failure};
+pub use error::{Result, SettingsError, StoreError};
+pub use evict::EvictReport;
+pub use index::{ListFilter, SortBy};
+pub use key::{CacheKey, Digest};
+pub use layout::Layout;
+pub use lock::{CompileGuard, CompileLock};
+pub use manage::{Clear, ClearReport, EntrySummary, GcReport, Stats};
+pub use rebuild::RebuildReport;
+pub use registry::{AddressClaim, AddressEntry, REGISTRY_FILE, Registry, RunEntry, RunSummary};
+pub use settings::{
+    DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_TTL_DAYS, FLAGS_VAR, LogLevel, Settings,
+    SettingsOverrides, parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days,
+};
+pub use tiered::{Claim, CompileClaim, Tiered};
+
+/// The entry file format, for tests and tools that inspect entries.
+pub mod format {
+    pub use super::entry::{FORMAT_VERSION, HEADER_LEN, MAGIC};
+}

@@ -1,0 +1,358 @@
+//! The tiered cache a compile wrapper uses: this host's [`Store`] first, then the shared remote
+//! tier (`remote/`), so every host reuses what any host compiled.
+//!
+//! - lookup: local; on a miss the remote; a remote entry is verified exactly as a local file is
+//!   (`entry.rs`: checksums, digest, key) and back-filled into the local store; a value that
+//!   fails verification is counted and never used;
+//! - claim before compiling: the local per-key `flock` (one compiler per host), then the remote
+//!   lease (one compiler per team); a host that finds the lease held waits for the result, up to
+//!   the same timeout, then compiles itself;
+//! - write: the result (or the failure record) goes to both; the remote gets the exact bytes of
+//!   the entry file.
+//!
+//! A remote that is down, slow or returns garbage never fails a compile: each problem becomes a
+//! local fallback, a counter in `cache stats` and one warning per process (see `remote/`).
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tracing::{debug, info, warn};
+
+use super::cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};
+use super::entry::{self, DecodeError, EntryMeta, EntryState, Failure};
+use super::error::{Result, StoreError};
+use super::index::Counter;
+use super::key::CacheKey;
+use super::lock::CompileLock;
+use super::remote::{Lease, LeaseAttempt, Remote, RemoteError};
+use super::settings::Settings;
+
+const FIRST_PAUSE: Duration = Duration::from_millis(50);
+const MAX_PAUSE: Duration = Duration::from_secs(1);
+
+/// The local store with an optional remote tier behind it.
+#[derive(Debug)]
+pub struct Tiered {
+    local: Store,
+    remote: Option<Remote>,
+}
+
+/// What [`Tiered::claim`] found.
+#[derive(Debug)]
+pub enum Claim {
+    /// Another process or host stored the result while we waited: use it.
+    Found(Lookup),
+    /// Compile now, then store the result; drop the claim afterwards.
+    Compile(CompileClaim),
+}
+
+/// The right to compile a key: the local lock (or its timeout) and the remote lease, if any.
+/// Dropping it releases both.
+#[derive(Debug)]
+pub struct CompileClaim {
+    local: CompileLock,
+    lease: Option<Box<Lease>>,
+}
+
+impl CompileClaim {
+    /// True when this process holds the team-wide lease.
+    pub fn has_lease(&self) -> bool {
+        self.lease.is_some()
+    }
+    /// The local lock (or how long we waited for it in vain).
+    pub fn local(&self) -> &CompileLock {
+        &self.local
+    }
+}
+
+impl Tiered {
+    /// Opens the store of `settings` and its remote; `None` when caching is off (`--no_cache`,
+    /// which turns the remote off too).
+    pub fn open(settings: &Settings) -> Result<Option<Tiered>> {
+        Ok(Store::open_configured(settings)?.map(Tiered::over))
+    }
+
+    /// Puts the remote of `local`'s settings behind it. A remote that cannot even be set up is
+    /// a warning and a local-only cache.
+    pub fn over(local: Store) -> Tiered {
+        let s = &local.settings;
+        let remote = match Remote::open(
+            &s.remote,
+            s.ttl,
+            &local.layout.remote_state_path(),
+            local.file_mode(),
+            local.clock.clone(),
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                warn!("{e}; using the local cache only");
+                local.count(Counter::RemoteErrors);
+                None
+            }
+        };
+        Tiered { local, remote }
+    }
+
+    pub fn local(&self) -> &Store {
+        &self.local
+    }
+
+    pub fn remote(&self) -> Option<&Remote> {
+        self.remote.as_ref()
+    }
+
+    /// Looks `key` up locally, then remotely (verifying and back-filling a remote entry).
+    pub fn get(&self, key: &CacheKey) -> Result<Lookup> {
+        match self.local.get(key)? {
+            Lookup::Miss => {}
+            found => return Ok(found),
+        }
+        match &self.remote {
+            Some(remote) => self.remote_lookup(remote, key, true),
+            None => Ok(Lookup::Miss),
+        }
+    }
+
+    /// Takes the right to compile `key` after a miss, waiting up to `timeout` in all for another
+    /// process (local lock) or host (remote lease) compiling it; their result, if it comes, is
+    /// returned instead. On timeout the claim is given anyway: compile without the lock.
+    pub fn claim(&self, key: &CacheKey, timeout: Duration) -> Result<Claim> {
+        let start = Instant::now();
+        let local = self.local.lock_for_compile(key, timeout)?;
+        if matches!(local, CompileLock::Acquired(_)) {
+            match self.local.recheck(key)? {
+                Lookup::Miss => {}
+                found => return Ok(Claim::Found(found)),
+            }
+        }
+        let compile = |local, lease| Ok(Claim::Compile(CompileClaim { local, lease }));
+        let Some(remote) = &self.remote else {
+            return compile(local, None);
+        };
+        let deadline = start + timeout;
+        let mut pause = FIRST_PAUSE;
+        let mut announced = false;
+        loop {
+            match remote.try_lease(key.digest()) {
+                Err(e) => {
+                    self.remote_failed(remote, &e);
+                    return compile(local, None);
+                }
+                Ok(LeaseAttempt::Unsupported) => return compile(local, None),
+                Ok(LeaseAttempt::Acquired(lease)) => {
+                    // Another host may have finished between our lookup and the lease.
+                    return match self.remote_lookup(remote, key, false)? {
+                        Lookup::Miss => compile(local, Some(lease)),
+                        found => Ok(Claim::Found(found)),
+                    };
+                }
+                Ok(LeaseAttempt::Held(holder)) => {
+                    let now = Instant::now();
+                    if !announced {
+                        announced = true;
+                        warn!(
+                            "Blocking waiting for {holder} compiling {key} (lease on {}, up to {} s)",
+                            remote.shown(),
+                            deadline.saturating_duration_since(now).as_secs()
+                        );
+                    }
+                    match self.remote_lookup(remote, key, false)? {
+                        Lookup::Miss => {}
+                        found => return Ok(Claim::Found(found)),
+                    }
+                    if now >= deadline {
+                        warn!(
+                            "Gave up waiting for {holder} compiling {key} after {:?}; compiling here",
+                            start.elapsed()
+                        );
+                        return compile(local, None);
+                    }
+                    thread::sleep(pause.min(deadline - now));
+                    pause = (pause * 2).min(MAX_PAUSE);
+                }
+            }
+        }
+    }
+
+    /// Stores an artefact locally and remotely (the same entry bytes).
+    pub fn put(&self, key: &CacheKey, artefact: &[u8], ingredients: &Value) -> Result<PutOutcome> {
+        let meta = EntryMeta::new(
+            key,
+            EntryState::Ok,
+            None,
+            artefact,
+            self.local.now(),
+            ingredients.clone(),
+        );
+        let prefix = entry::encode_prefix(&meta).map_err(|reason| StoreError::Encode {
+            key: key.to_string(),
+            reason,
+        })?;
+        let stored =
+            self.local
+                .publish_parts(key, &meta, artefact.len() as u64, &[&prefix, artefact]);
+        self.remote_put(key, &[&prefix, artefact]);
+        stored
+    }
+
+    /// Remembers a failed compilation locally and, unless a valid artefact was kept locally,
+    /// remotely (the local entry file's bytes).
+    pub fn put_failure(
+        &self,
+        key: &CacheKey,
+        failure: &Failure,
+        ingredients: &Value,
+    ) -> Result<PutOutcome> {
+        let stored = self.local.put_failure(key, failure, ingredients)?;
+        if matches!(stored, PutOutcome::Stored { .. })
+            && self.remote.as_ref().is_some_and(|r| !r.read_only())
+        {
+            match self.local.export_entry(key) {
+                Ok(Some(bytes)) => self.remote_put(key, &[&bytes]),
+                Ok(None) => {
+                    debug!("the failure record of {key} is gone before reaching the remote")
+                }
+                Err(e) => warn!("cannot read back the failure record of {key}: {e}"),
+            }
+        }
+        Ok(stored)
+    }
+
+    /// The remote's entry for `key`, verified; back-filled locally. `first_look`: count an
+    /// absent entry as a remote miss (polls while waiting for another host do not).
+    fn remote_lookup(&self, remote: &Remote, key: &CacheKey, first_look: bool) -> Result<Lookup> {
+        let bytes = match remote.get(key.digest()) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
+                if first_look {
+                    info!("No candidate found on {}", remote.shown());
+                    self.local.count(Counter::RemoteMisses);
+                }
+                return Ok(Lookup::Miss);
+            }
+            Err(e) => {
+                self.remote_failed(remote, &e);
+                return Ok(Lookup::Miss);
+            }
+        };
+        let (meta, range) = match entry::decode(&bytes, key.digest()) {
+            Ok(v) => v,
+            Err(DecodeError::Corrupt(c)) => {
+                // Counted and reported once per process and key (rechecks see it again).
+                if first_look {
+                    warn!(
+                        "the remote entry {} on {} is corrupt ({c}); not using it",
+                        remote.entry_path(key.digest()),
+                        remote.shown()
+                    );
+                    self.local.count(Counter::RemoteCorrupt);
+                }
+                return Ok(Lookup::Miss);
+            }
+            Err(DecodeError::UnsupportedVersion(v)) => {
+                info!(
+                    "Ignoring the entry on {}: its format version {v} is newer",
+                    remote.shown()
+                );
+                self.count_miss(first_look);
+                return Ok(Lookup::Miss);
+            }
+        };
+        if meta.key != key.to_string() {
+            info!(
+                "No candidate found on {}: it holds {}, not {key}",
+                remote.shown(),
+                meta.key
+            );
+            self.count_miss(first_look);
+            return Ok(Lookup::Miss);
+        }
+        if meta.state == EntryState::Failed && self.local.settings.retry_failed_compilation {
+            info!(
+                "Ignoring the cached failed compilation on {} (retry_failed_compilation)",
+                remote.shown()
+            );
+            self.count_miss(first_look);
+            return Ok(Lookup::Miss);
+        }
+        let path = self.local.layout.entry_path(key.digest());
+        let payload_len = (range.end - range.start) as u64;
+        if let Err(e) = self.local.publish_parts(key, &meta, payload_len, &[&bytes]) {
+            warn!("cannot copy the remote entry of {key} into the local cache: {e}");
+        }
+        self.local.count(Counter::RemoteHits);
+        remote.refresh(key.digest());
+        let EntryMeta {
+            failure,
+            ingredients,
+            created_ms,
+            ..
+        } = meta;
+        Ok(match failure {
+            Some(failure) => {
+                info!(
+                    "Got a cached failed compilation from {} (copied to {})",
+                    remote.shown(),
+                    path.display()
+                );
+                Lookup::Failed(CachedFailure {
+                    key: key.clone(),
+                    failure,
+                    ingredients,
+                    created_ms,
+                    path,
+                })
+            }
+            None => {
+                info!(
+                    "Using a cached artefact from {} (copied to {})",
+                    remote.shown(),
+                    path.display()
+                );
+                Lookup::Hit(Artefact {
+                    key: key.clone(),
+                    bytes: bytes[range].to_vec(),
+                    ingredients,
+                    created_ms,
+                    path,
+                })
+            }
+        })
+    }
+
+    fn remote_put(&self, key: &CacheKey, parts: &[&[u8]]) {
+        let Some(remote) = self.remote.as_ref().filter(|r| !r.read_only()) else {
+            return;
+        };
+        match remote.put(key.digest(), parts) {
+            Ok(()) => {
+                debug!("Stored {key} on {}", remote.shown());
+                self.local.count(Counter::RemoteWrites);
+            }
+            Err(e) => self.remote_failed(remote, &e),
+        }
+    }
+
+    fn count_miss(&self, first_look: bool) {
+        if first_look {
+            self.local.count(Counter::RemoteMisses);
+        }
+    }
+
+    fn remote_failed(&self, remote: &Remote, e: &RemoteError) {
+        self.local.count(if e.is_skip() {
+            Counter::RemoteSkipped
+        } else {
+            Counter::RemoteErrors
+        });
+        remote.fallback(e);
+    }
+}
+
+impl Store {
+    /// Bumps one event counter (best effort: a counter is never worth failing a lookup).
+    pub(super) fn count(&self, counter: Counter) {
+        self.index_best_effort("count a remote event", |ix| ix.add(counter, 1));
+    }
+}

@@ -1,0 +1,72 @@
+//! Helpers shared by the store's integration tests.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mck_store::{CacheKey, ManualClock, Settings, Store};
+use sha2::{Digest as _, Sha256};
+
+/// Settings for a cache in `dir` with a huge cap, 30-day TTL, no fsync (speed).
+pub fn settings(dir: &Path) -> Settings {
+    Settings {
+        cache_dir: dir.to_owned(),
+        fsync: false,
+        ..Settings::default()
+    }
+}
+
+pub const T0: i64 = 1_700_000_000_000;
+
+pub fn open_at(dir: &Path, clock: &Arc<ManualClock>, tweak: impl FnOnce(&mut Settings)) -> Store {
+    let mut s = settings(dir);
+    tweak(&mut s);
+    Store::open_with_clock(&s, clock.clone()).expect("open store")
+}
+
+pub fn clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(T0))
+}
+
+/// A key named `name` whose digest is derived from `seed`.
+pub fn key(name: &str, seed: &str) -> CacheKey {
+    let hex = hex::encode(Sha256::digest(seed.as_bytes()));
+    CacheKey::parse(&format!("{name}-{hex}")).expect("valid key")
+}
+
+/// Deterministic payload for `seed` of `len` bytes (xorshift; cheap even in debug builds).
+pub fn payload(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+pub fn days(n: u64) -> Duration {
+    Duration::from_secs(n * 86_400)
+}
+
+/// Every regular file under `dir`, recursively.
+pub fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_under(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}

@@ -1,0 +1,910 @@
+//! The store's behaviour in one process, on a real filesystem: lookups, failures, corruption,
+//! eviction order and TTL, index repair, hostile keys and directories.
+
+#[path = "store/common.rs"]
+mod common;
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::time::Duration;
+
+use common::{T0, clock, days, files_under, key, open_at, payload};
+use mck_store::{
+    CacheKey, Clear, EntryState, Failure, ListFilter, Lookup, PutOutcome, Settings, SortBy, Store,
+    StoreError, format,
+};
+use serde_json::json;
+
+fn hit_bytes(store: &Store, k: &CacheKey) -> Option<Vec<u8>> {
+    match store.get(k).unwrap() {
+        Lookup::Hit(a) => Some(a.bytes),
+        _ => None,
+    }
+}
+
+#[test]
+fn miss_then_put_then_hit() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let store = open_at(dir.path(), &c, |_| {});
+    let k = key("jit_f", "a");
+    assert_eq!(store.get(&k).unwrap(), Lookup::Miss);
+    let ingredients = json!({"computation": "abc", "flags": ["--xla_b", "--xla_a"]});
+    let out = store.put(&k, b"compiled bytes", &ingredients).unwrap();
+    let PutOutcome::Stored { path, size } = out else {
+        panic!("not stored: {out:?}")
+    };
+    assert_eq!(fs::metadata(&path).unwrap().len(), size);
+    assert!(path.starts_with(dir.path().join("v1/entries")));
+    match store.get(&k).unwrap() {
+        Lookup::Hit(a) => {
+            assert_eq!(a.bytes, b"compiled bytes");
+            assert_eq!(a.ingredients, ingredients);
+            assert_eq!(
+                serde_json::to_string(&a.ingredients).unwrap(),
+                r#"{"computation":"abc","flags":["--xla_b","--xla_a"]}"#,
+                "ingredient key order is preserved"
+            );
+            assert_eq!(a.key, k);
+            assert_eq!(a.created_ms, T0);
+        }
+        other => panic!("expected a hit, got {other:?}"),
+    }
+    let s = store.stats().unwrap();
+    assert_eq!(
+        (s.entries, s.bytes, s.hits, s.misses, s.puts),
+        (1, size, 1, 1, 1)
+    );
+    assert_eq!(s.bytes_written, size);
+    let json = serde_json::to_value(&s).unwrap();
+    assert_eq!(json["hits"], 1);
+}
+
+#[test]
+fn same_digest_other_name_is_a_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let store = open_at(dir.path(), &c, |_| {});
+    let k = key("jit_f", "a");
+    store.put(&k, b"x", &json!(null)).unwrap();
+    let other = CacheKey::from_parts("jit_g", k.digest().clone()).unwrap();
+    assert_eq!(store.get(&other).unwrap(), Lookup::Miss);
+    assert_eq!(hit_bytes(&store, &k).unwrap(), b"x");
+}
+
+#[test]
+fn failure_is_remembered_and_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let store = open_at(dir.path(), &c, |_| {});
+    let k = key("jit_bad", "b");
+    let failure = Failure {
+        exit_status: Some(3),
+        stderr: "error: custom call not supported\n".to_owned(),
+    };
+    store.put_failure(&k, &failure, &json!({"why": 1})).unwrap();
+    match store.get(&k).unwrap() {
+        Lookup::Failed(f) => {
+            assert_eq!(f.failure, failure);
+            assert_eq!(f.ingredients, json!({"why": 1}));
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    let s = store.stats().unwrap();
+    assert_eq!((s.failures_replayed, s.failed_entries, s.hits), (1, 1, 0));
+    let listed = store.list(&ListFilter::default()).unwrap();
+    assert_eq!(listed[0].state, EntryState::Failed);
+    assert_eq!(listed[0].artefact_size, 0);
+}
+
+#[test]
+fn retry_flag_reads_a_failure_as_a_miss_and_the_new_result_replaces_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let k = key("jit_flaky", "c");
+    let failure = Failure {
+        exit_status: None,
+        stderr: "killed".to_owned(),
+    };
+    {
+        let store = open_at(dir.path(), &c, |_| {});
+        store.put_failure(&k, &failure, &json!({})).unwrap();
+    }
+    let store = open_at(dir.path(), &c, |s| s.retry_failed_compilation = true);
+    assert_eq!(store.get(&k).unwrap(), Lookup::Miss);
+    store.put(&k, b"now it works", &json!({})).unwrap();
+    assert_eq!(hit_bytes(&store, &k).unwrap(), b"now it works");
+    // A later failure (say, a racing compile that ran out of memory) does not replace it.
+    let out = store.put_failure(&k, &failure, &json!({})).unwrap();
+    assert!(matches!(out, PutOutcome::KeptExisting { .. }), "{out:?}");
+    assert_eq!(hit_bytes(&store, &k).unwrap(), b"now it works");
+    let s = store.stats().unwrap();
+    assert_eq!((s.entries, s.failed_entries), (1, 0));
+}
+
+/// Damages the stored entry with `damage`, then expects: miss, file quarantined, counted.
+fn corrupt_case(damage: impl FnOnce(&mut Vec<u8>)) {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let store = open_at(dir.path(), &c, |_| {});
+    let k = key("jit_c", "corrupt");
+    let PutOutcome::Stored { path, .. } =
+        store.put(&k, &payload(1, 4096), &json!({"a": 1})).unwrap()
+    else {
+        panic!()
+    };
+    let mut bytes = fs::read(&path).unwrap();
+    damage(&mut bytes);
+    fs::write(&path, &bytes).unwrap();
+    assert_eq!(store.get(&k).unwrap(), Lookup::Miss);
+    assert!(!path.exists(), "the corrupt file left its place");
+    let q = files_under(&dir.path().join("v1/quarantine"));
+    assert_eq!(q.len(), 1, "{q:?}");
+    assert_eq!(
+        fs::read(&q[0]).unwrap(),
+        bytes,
+        "quarantine keeps the evidence"
+    );
+    let s = store.stats().unwrap();
+    assert_eq!((s.corrupt, s.misses, s.entries, s.bytes), (1, 1, 0, 0));
+    assert_eq!(s.quarantined_files, 1);
+    // A second lookup is a plain miss, and a new put works.
+    assert_eq!(store.get(&k).unwrap(), Lookup::Miss);
+    store.put(&k, b"fresh", &json!({})).unwrap();
+    assert_eq!(hit_bytes(&store, &k).unwrap(), b"fresh");
+}
+
+#[test]
+fn flipped_payload_byte_is_quarantined() {
+    corrupt_case(|b| {
+        let last = b.len() - 1;
+        b[last] ^= 0x40;
+    });
+}
+
+#[test]
+fn truncated_entry_is_quarantined() {
+    corrupt_case(|b| b.truncate(b.len() / 2));
+}
+
+#[test]
+fn truncated_to_nothing_is_quarantined() {
+    corrupt_case(|b| b.clear());
+}
+
+#[test]
+fn garbage_metadata_is_quarantined() {
+    corrupt_case(|b| {
+        for x in &mut b[format::HEADER_LEN..format::HEADER_LEN + 20] {
+            *x = b'#';
+        }
+    });
+}
+
+#[test]
+fn garbage_metadata_with_a_matching_checksum_is_quarantined() {
+    use sha2::{Digest as _, Sha256};
+    corrupt_case(|b| {
+        let meta_len = u32::from_le_bytes([b[8], b[9], b[10], b[11]]) as usize;
+        let start = format::HEADER_LEN;
+        for x in &mut b[start..start + meta_len] {
+            *x = b'{';
+        }
+        let sum = Sha256::digest(&b[start..start + meta_len]);
+        b[20..52].copy_from_slice(&sum);
+    });
+}
+
+#[test]
+fn symlink_in_place_of_an_entry_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let store = open_at(dir.path(), &c, |_| {});
+    let k = key("jit_s", "s");
+    let PutOutcome::Stored { path, .. } = store.put(&k, b"real", &json!({})).unwrap() else {
+        panic!()
+    };
+    let elsewhere = dir.path().join("elsewhere");
+    fs::rename(&path, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+    assert_eq!(store.get(&k).unwrap(), Lookup::Miss);
+    assert!(
+        fs::symlink_metadata(&path).is_err(),
+        "the symlink was moved to quarantine"
+    );
+    assert!(
+        fs::read(&elsewhere).unwrap().len() > 4,
+        "its target is untouched"
+    );
+}
+
+/// Equal-sized entries (same name length, same ingredients) so the cap counts entries.
+fn put_sized(store: &Store, i: u32) -> u64 {
+    let k = key(&format!("jit_{i:03}"), &format!("lru{i}"));
+    match store
+        .put(&k, &payload(u64::from(i), 1000), &json!({"i": 0}))
+        .unwrap()
+    {
+        PutOutcome::Stored { size, .. } => size,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn present(store: &Store) -> Vec<String> {
+    let mut names: Vec<String> = store
+        .list(&ListFilter::default())
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn eviction_is_by_last_use_not_creation() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let size = {
+        let probe = open_at(&dir.path().join("probe"), &c, |_| {});
+        put_sized(&probe, 0)
+    };
+    let store = open_at(dir.path(), &c, |s| {
+        s.max_size = 3 * size;
+        s.ttl = Duration::from_secs(60);
+    });
+    for i in 1..=3 {
+        put_sized(&store, i);
+        c.advance(Duration::from_secs(3600));
+    }
+    // Use the oldest-created entry: it becomes the most recently used.
+    assert!(hit_bytes(&store, &key("jit_001", "lru1")).is_some());
+    c.advance(Duration::from_secs(3600));
+    put_sized(&store, 4);
+    assert_eq!(
+        present(&store),
+        ["jit_001", "jit_003", "jit_004"],
+        "jit_002 was least recently used"
+    );
+    c.advance(Duration::from_secs(3600));
+    put_sized(&store, 5);
+    assert_eq!(present(&store), ["jit_001", "jit_004", "jit_005"]);
+    let s = store.stats().unwrap();
+    assert_eq!((s.evictions, s.entries, s.bytes), (2, 3, 3 * size));
+    // Size accounting agrees with the files on disk.
+    let on_disk: u64 = files_under(&dir.path().join("v1/entries"))
+        .iter()
+        .map(|p| fs::metadata(p).unwrap().len())
+        .sum();
+    assert_eq!(on_disk, s.bytes);
+    let listed: u64 = store
+        .list(&ListFilter::default())
+        .unwrap()
+        .iter()
+        .map(|e| e.size)
+        .sum();
+    assert_eq!(listed, s.bytes);
+    // LRU listing order: least recently used first.
+    let order: Vec<String> = store
+        .list(&ListFilter {
+            sort: SortBy::LeastRecentlyUsed,
+            ..Default::default()
+        })
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(order, ["jit_001", "jit_004", "jit_005"]);
+}
+
+#[test]
+fn ttl_protects_recent_entries_even_above_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let size = {
+        let probe = open_at(&dir.path().join("probe"), &c, |_| {});
+        put_sized(&probe, 0)
+    };
+    let store = open_at(dir.path(), &c, |s| {
+        s.max_size = 2 * size;
+        s.ttl = days(1);
+    });
+    for i in 1..=5 {
+        put_sized(&store, i);
+        c.advance(Duration::from_secs(60));
+    }
+    let s = store.stats().unwrap();
+    assert_eq!(
+        (s.entries, s.evictions),
+        (5, 0),
+        "all used within the TTL: none evicted"
+    );
+    assert!(s.bytes > s.max_size);
+    let report = store.gc().unwrap();
+    assert!(report.eviction.over_cap_protected);
+    assert_eq!(report.eviction.evicted, 0);
+    // Two days later one of them is used again: it stays protected, the rest may go.
+    c.advance(days(2));
+    assert!(hit_bytes(&store, &key("jit_002", "lru2")).is_some());
+    let report = store.gc().unwrap();
+    assert_eq!(report.eviction.evicted, 3);
+    assert_eq!(present(&store), ["jit_002", "jit_005"]);
+    let s = store.stats().unwrap();
+    assert_eq!((s.entries, s.bytes, s.evictions), (2, 2 * size, 3));
+}
+
+fn listing(store: &Store) -> Vec<(String, EntryState, u64, i64, i64)> {
+    store
+        .list(&ListFilter {
+            sort: SortBy::Name,
+            ..Default::default()
+        })
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.key, e.state, e.size, e.created_ms, e.last_used_ms))
+        .collect()
+}
+
+fn populate_for_index_tests(store: &Store, c: &mck_store::ManualClock) {
+    for i in 0..20u32 {
+        let k = key(&format!("m{i}"), &format!("ix{i}"));
+        if i % 5 == 0 {
+            let f = Failure {
+                exit_status: Some(1),
+                stderr: format!("e{i}"),
+            };
+            store.put_failure(&k, &f, &json!({"i": i})).unwrap();
+        } else {
+            store
+                .put(
+                    &k,
+                    &payload(u64::from(i), 100 * i as usize),
+                    &json!({"i": i}),
+                )
+                .unwrap();
+        }
+        c.advance(Duration::from_millis(1234));
+    }
+    for i in (0..20u32).step_by(3) {
+        store
+            .get(&key(&format!("m{i}"), &format!("ix{i}")))
+            .unwrap();
+        c.advance(Duration::from_millis(777));
+    }
+}
+
+#[test]
+fn deleted_index_is_rebuilt_with_the_same_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let before = {
+        let store = open_at(dir.path(), &c, |_| {});
+        populate_for_index_tests(&store, &c);
+        listing(&store)
+    };
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = fs::remove_file(dir.path().join(format!("v1/index.sqlite{suffix}")));
+    }
+    let store = open_at(dir.path(), &c, |_| {});
+    assert_eq!(
+        listing(&store),
+        before,
+        "rebuilt from entry files, last use from mtimes"
+    );
+    let s = store.stats().unwrap();
+    assert_eq!((s.entries, s.failed_entries), (20, 4));
+}
+
+#[test]
+fn deleted_index_with_a_stale_wal_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let before = {
+        let store = open_at(dir.path(), &c, |_| {});
+        populate_for_index_tests(&store, &c);
+        listing(&store)
+    };
+    let _ = fs::remove_file(dir.path().join("v1/index.sqlite"));
+    fs::write(dir.path().join("v1/index.sqlite-wal"), payload(9, 50_000)).unwrap();
+    let store = open_at(dir.path(), &c, |_| {});
+    assert_eq!(listing(&store), before);
+}
+
+#[test]
+fn corrupt_index_is_set_aside_and_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let before = {
+        let store = open_at(dir.path(), &c, |_| {});
+        populate_for_index_tests(&store, &c);
+        listing(&store)
+    };
+    for suffix in ["-wal", "-shm"] {
+        let _ = fs::remove_file(dir.path().join(format!("v1/index.sqlite{suffix}")));
+    }
+    fs::write(dir.path().join("v1/index.sqlite"), payload(7, 20_000)).unwrap();
+    let store = open_at(dir.path(), &c, |_| {});
+    assert_eq!(listing(&store), before);
+    let q = files_under(&dir.path().join("v1/quarantine"));
+    assert!(
+        q.iter()
+            .any(|p| p.to_string_lossy().contains("index.sqlite")),
+        "{q:?}"
+    );
+}
+
+#[test]
+fn verify_repairs_an_index_that_disagrees_with_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let store = open_at(dir.path(), &c, |_| {});
+    populate_for_index_tests(&store, &c);
+    // A row without a file.
+    let gone = key("m1", "ix1");
+    fs::remove_file(store.layout().entry_path(gone.digest())).unwrap();
+    // A file without a row: written by another store, copied in.
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = open_at(other_dir.path(), &c, |_| {});
+    let extra = key("extra", "extra");
+    let PutOutcome::Stored { path, .. } = other.put(&extra, b"copied", &json!({})).unwrap() else {
+        panic!()
+    };
+    let dest = store.layout().entry_path(extra.digest());
+    fs::create_dir_all(dest.parent().unwrap()).unwrap();
+    fs::copy(&path, &dest).unwrap();
+    // A damaged file.
+    let bad = key("m2", "ix2");
+    let bad_path = store.layout().entry_path(bad.digest());
+    let mut bytes = fs::read(&bad_path).unwrap();
+    let n = bytes.len();
+    bytes[n - 1] ^= 1;
+    fs::write(&bad_path, bytes).unwrap();
+    // A stray file.
+    fs::write(dir.path().join("v1/entries/zz-not-an-entry"), b"?").unwrap();
+
+    let mut calls = Vec::new();
+    let report = store
+        .verify(|done, total| calls.push((done, total)))
+        .unwrap();
+    assert_eq!(report.rows_added, 1, "{report:?}");
+    assert_eq!(report.rows_removed, 2, "{report:?}");
+    assert_eq!(report.quarantined, 2, "{report:?}");
+    assert_eq!(report.entries, 19, "{report:?}");
+    assert_eq!(calls.first(), Some(&(0, report.checked)));
+    assert_eq!(calls.last(), Some(&(report.checked, report.checked)));
+    let s = store.stats().unwrap();
+    let on_disk: u64 = files_under(&dir.path().join("v1/entries"))
+        .iter()
+        .map(|p| fs::metadata(p).unwrap().len())
+        .sum();
+    assert_eq!((s.entries, s.bytes), (19, on_disk));
+    assert_eq!(hit_bytes(&store, &extra).unwrap(), b"copied");
+}
+
+#[test]
+fn a_file_without_a_row_heals_on_hit() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let k = key("heal", "heal");
+    {
+        let store = open_at(dir.path(), &c, |_| {});
+        store.put(&k, b"abc", &json!({})).unwrap();
+    }
+    // Drop the row behind the store's back (an index update lost to a kill).
+    drop_row_behind_the_stores_back(dir.path(), &k);
+    let store = open_at(dir.path(), &c, |_| {});
+    assert_eq!(store.stats().unwrap().entries, 0);
+    assert_eq!(hit_bytes(&store, &k).unwrap(), b"abc");
+    assert_eq!(store.stats().unwrap().entries, 1);
+}
+
+/// Removes `k`'s row using only the public API: hide the entry file, rebuild the index, put the
+/// file back.
+fn drop_row_behind_the_stores_back(dir: &std::path::Path, k: &CacheKey) {
+    let c = clock();
+    let store = open_at(dir, &c, |_| {});
+    let path = store.layout().entry_path(k.digest());
+    let hidden = dir.join("hidden");
+    fs::rename(&path, &hidden).unwrap();
+    store.rebuild_index().unwrap();
+    drop(store);
+    fs::rename(&hidden, &path).unwrap();
+}
+
+#[test]
+fn hostile_keys_are_rejected_and_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let hex = "0".repeat(64);
+    for bad in [
+        "../x".to_owned(),
+        format!("../x-{}", "A".repeat(64)),
+        format!("jit-{}", &hex[..63]),
+        format!("jit-{}", "F".repeat(64)),
+        format!("jit\0-{hex}"),
+        format!("a/b-{hex}"),
+        format!("jit-../../{}", &hex[..58]),
+    ] {
+        let err = CacheKey::parse(&bad).expect_err(&bad);
+        assert!(matches!(err, StoreError::InvalidKey { .. }), "{err}");
+        assert!(err.to_string().contains("invalid cache key"), "{err}");
+    }
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn symlinked_cache_dir_is_refused_with_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real");
+    fs::create_dir(&real).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let err = Store::open(&common::settings(&link)).unwrap_err();
+    assert!(matches!(err, StoreError::Insecure { .. }), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&link.display().to_string()) && msg.contains("symbolic link"),
+        "{msg}"
+    );
+    assert_eq!(
+        fs::read_dir(&real).unwrap().count(),
+        0,
+        "nothing created through the link"
+    );
+}
+
+#[test]
+fn cache_dir_and_files_are_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("a/b/cache");
+    let c = clock();
+    let store = open_at(&root, &c, |_| {});
+    let PutOutcome::Stored { path, .. } = store.put(&key("p", "p"), b"x", &json!({})).unwrap()
+    else {
+        panic!()
+    };
+    for d in [
+        &root,
+        &root.join("v1"),
+        &root.join("v1/entries"),
+        &root.join("v1/tmp"),
+    ] {
+        let mode = fs::metadata(d).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{}", d.display());
+    }
+    assert_eq!(
+        fs::metadata(path.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o700
+    );
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let index = fs::metadata(root.join("v1/index.sqlite")).unwrap();
+    assert_eq!(index.permissions().mode() & 0o777, 0o600);
+}
+
+#[test]
+fn group_mode_applies_to_dirs_and_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("shared");
+    let c = clock();
+    let store = open_at(&root, &c, |s| s.dir_mode = 0o750);
+    let PutOutcome::Stored { path, .. } = store.put(&key("p", "p"), b"x", &json!({})).unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(
+        fs::metadata(&root).unwrap().permissions().mode() & 0o777,
+        0o750
+    );
+    assert_eq!(
+        fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o640
+    );
+}
+
+#[test]
+fn world_writable_cache_dir_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("open");
+    fs::create_dir(&root).unwrap();
+    fs::set_permissions(&root, fs::Permissions::from_mode(0o777)).unwrap();
+    let err = Store::open(&common::settings(&root)).unwrap_err();
+    assert!(err.to_string().contains("writable by every user"), "{err}");
+}
+
+#[test]
+fn cache_dir_owned_by_another_user_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("theirs");
+    fs::create_dir(&root).unwrap();
+    if fs::metadata(&root).unwrap().uid() != 0 {
+        eprintln!("skipped: changing a directory's owner needs root");
+        return;
+    }
+    std::os::unix::fs::chown(&root, Some(4242), Some(4242)).unwrap();
+    let err = Store::open(&common::settings(&root)).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("owned by uid 4242") && msg.contains(&root.display().to_string()),
+        "{msg}"
+    );
+}
+
+#[test]
+fn list_filters_sorts_and_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let store = open_at(dir.path(), &c, |_| {});
+    for (i, name) in ["jit_b", "jit_a", "pmap_c", "jit_c"].iter().enumerate() {
+        store
+            .put(&key(name, name), &payload(i as u64, 10), &json!({}))
+            .unwrap();
+        c.advance(Duration::from_secs(1));
+    }
+    store
+        .put_failure(
+            &key("jit_z", "z"),
+            &Failure {
+                exit_status: Some(1),
+                stderr: String::new(),
+            },
+            &json!({}),
+        )
+        .unwrap();
+    let names = |f: ListFilter| -> Vec<String> {
+        store
+            .list(&f)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect()
+    };
+    assert_eq!(
+        names(ListFilter {
+            name_glob: Some("jit_*".into()),
+            sort: SortBy::Name,
+            ..Default::default()
+        }),
+        ["jit_a", "jit_b", "jit_c", "jit_z"]
+    );
+    assert_eq!(
+        names(ListFilter {
+            state: Some(EntryState::Failed),
+            ..Default::default()
+        }),
+        ["jit_z"]
+    );
+    assert_eq!(
+        names(ListFilter {
+            limit: Some(2),
+            ..Default::default()
+        }),
+        ["jit_z", "jit_c"]
+    );
+    let summary = store
+        .summary_of(key("jit_a", "jit_a").digest())
+        .unwrap()
+        .unwrap();
+    assert_eq!(summary.key, key("jit_a", "jit_a").to_string());
+}
+
+#[test]
+fn clear_all_and_by_predicate() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let store = open_at(dir.path(), &c, |_| {});
+    for i in 0..6u32 {
+        store
+            .put(&key(&format!("n{i}"), &i.to_string()), b"x", &json!({}))
+            .unwrap();
+    }
+    let r = store
+        .clear(Clear::Matching(&|e| e.name.ends_with(['0', '2', '4'])))
+        .unwrap();
+    assert_eq!(r.removed, 3);
+    assert_eq!(present(&store), ["n1", "n3", "n5"]);
+    let r = store.clear(Clear::All).unwrap();
+    assert_eq!(r.removed, 3);
+    assert!(files_under(&dir.path().join("v1/entries")).is_empty());
+    let s = store.stats().unwrap();
+    assert_eq!((s.entries, s.bytes), (0, 0));
+}
+
+#[test]
+fn gc_sweeps_stale_temp_files_and_unheld_locks() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let store = open_at(dir.path(), &c, |_| {});
+    fs::write(dir.path().join("v1/tmp/.entry-dead"), b"partial").unwrap();
+    let k = key("l", "l");
+    let lock_path = store.layout().lock_path(k.digest());
+    fs::create_dir_all(lock_path.parent().unwrap()).unwrap();
+    fs::write(&lock_path, b"12345\n").unwrap(); // left by a killed holder
+    // Files are "now" by the real clock; move the store's clock two hours past it.
+    let real_now = mck_store::Clock::now_ms(&mck_store::SystemClock);
+    c.set(real_now + 2 * 3600 * 1000);
+    let report = store.gc().unwrap();
+    assert_eq!(
+        (report.tmp_removed, report.locks_removed),
+        (1, 1),
+        "{report:?}"
+    );
+    assert!(!lock_path.exists());
+}
+
+#[test]
+fn no_cache_setting_opens_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = common::settings(&dir.path().join("c"));
+    s.enabled = false;
+    assert!(Store::open_configured(&s).unwrap().is_none());
+    assert!(!dir.path().join("c").exists());
+    let s = Settings::from_flags_and(
+        Some(&format!("--cache_dir={} --no_cache", dir.path().display())),
+        &Default::default(),
+    )
+    .unwrap();
+    assert!(!s.enabled);
+}
+
+#[test]
+fn full_disk_is_an_error_naming_the_path_and_leaves_nothing() {
+    // A real full filesystem: a 256 KiB tmpfs. Needs root and mount(2); skipped elsewhere.
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&mnt)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !mounted {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    }
+    let result = std::panic::catch_unwind(|| {
+        let c = clock();
+        let store = open_at(&mnt.join("cache"), &c, |_| {});
+        let k = key("big", "big");
+        let err = store.put(&k, &payload(1, 1 << 20), &json!({})).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("v1/tmp"), "{msg}");
+        assert!(msg.to_lowercase().contains("no space"), "{msg}");
+        assert!(
+            files_under(&mnt.join("cache/v1/tmp")).is_empty(),
+            "temp file removed"
+        );
+        assert_eq!(store.get(&k).unwrap(), Lookup::Miss);
+        store.put(&k, b"small fits", &json!({})).unwrap();
+        assert_eq!(hit_bytes(&store, &k).unwrap(), b"small fits");
+    });
+    let _ = std::process::Command::new("umount").arg(&mnt).status();
+    if let Err(p) = result {
+        std::panic::resume_unwind(p);
+    }
+}
+
+#[test]
+fn an_entry_exported_from_one_cache_imports_into_another() {
+    let c = clock();
+    let (a_dir, b_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = open_at(a_dir.path(), &c, |_| {});
+    let b = open_at(b_dir.path(), &c, |_| {});
+    let k = key("jit_share", "share");
+    a.put(&k, b"shared artefact", &json!({"flags": ["x"]}))
+        .unwrap();
+    let bytes = a.export_entry(&k).unwrap().unwrap();
+    c.advance(Duration::from_secs(10));
+    assert_eq!(b.import_entry(&bytes).unwrap(), k);
+    match b.get(&k).unwrap() {
+        Lookup::Hit(h) => {
+            assert_eq!(h.bytes, b"shared artefact");
+            assert_eq!(h.ingredients, json!({"flags": ["x"]}));
+            assert_eq!(h.created_ms, T0, "creation time travels with the entry");
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut damaged = bytes.clone();
+    let n = damaged.len();
+    damaged[n - 1] ^= 1;
+    let err = b.import_entry(&damaged).unwrap_err();
+    assert!(
+        err.to_string().contains("payload checksum mismatch"),
+        "{err}"
+    );
+    assert!(b.import_entry(b"MCKE").is_err());
+    assert!(a.export_entry(&key("jit_none", "none")).unwrap().is_none());
+}
+
+#[test]
+fn a_runaway_stderr_keeps_its_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let store = open_at(dir.path(), &c, |_| {});
+    let k = key("jit_loud", "loud");
+    let stderr = format!("{}\nerror: the real problem\n", "noise ".repeat(1_500_000));
+    let f = Failure {
+        exit_status: Some(1),
+        stderr,
+    };
+    store.put_failure(&k, &f, &json!({})).unwrap();
+    let Lookup::Failed(got) = store.get(&k).unwrap() else {
+        panic!()
+    };
+    assert!(got.failure.stderr.len() <= (4 << 20) + 100);
+    assert!(
+        got.failure
+            .stderr
+            .starts_with("[mlir-cache-key: the first ")
+    );
+    assert!(got.failure.stderr.ends_with("error: the real problem\n"));
+}
+
+#[test]
+fn the_store_is_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Store>();
+    assert_send_sync::<mck_store::Tiered>();
+}
+
+#[test]
+fn compile_once_compiles_once_then_replays() {
+    use mck_store::{Compiled, Served, StoreError, Tiered};
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let store = Tiered::over(open_at(dir.path(), &c, |_| {}));
+    let t = Duration::from_secs(5);
+    let k = key("jit_goc", "goc");
+    let mut calls = 0;
+    let first = store
+        .compile_once(&k, &json!({}), t, || -> Result<_, StoreError> {
+            calls += 1;
+            Ok(Compiled::Success(b"out".to_vec()))
+        })
+        .unwrap();
+    assert_eq!(first, Served::Fresh(Compiled::Success(b"out".to_vec())));
+    assert_eq!(first.state(), Some("ok"));
+    let second = store
+        .compile_once(&k, &json!({}), t, || -> Result<Compiled, StoreError> {
+            panic!("must not compile again")
+        })
+        .unwrap();
+    assert!(matches!(second, Served::Cached(a) if a.bytes == b"out"));
+    assert_eq!(calls, 1);
+
+    let bad = key("jit_goc_bad", "goc_bad");
+    let f = Failure {
+        exit_status: Some(2),
+        stderr: "nope".into(),
+    };
+    let r = store
+        .compile_once(&bad, &json!({}), t, || -> Result<_, StoreError> {
+            Ok(Compiled::Failed(f.clone()))
+        })
+        .unwrap();
+    assert_eq!(r, Served::Fresh(Compiled::Failed(f.clone())));
+    let r = store
+        .compile_once(&bad, &json!({}), t, || -> Result<Compiled, StoreError> {
+            panic!("the failure is remembered")
+        })
+        .unwrap();
+    assert!(matches!(&r, Served::CachedFailure(cf) if cf.failure == f));
+    assert_eq!(r.state(), Some("failed"));
+
+    // An abandoned compile (a killed compiler) is neither stored nor remembered.
+    let killed = key("jit_goc_killed", "goc_killed");
+    let r = store
+        .compile_once(&killed, &json!({}), t, || -> Result<_, StoreError> {
+            Ok(Compiled::Abandoned("killed".into()))
+        })
+        .unwrap();
+    assert_eq!(r.state(), None);
+    assert_eq!(store.get(&killed).unwrap(), Lookup::Miss);
+}
