@@ -79,9 +79,23 @@ fn write_capi_linker_script(lib_dir: &Path, out_dir: &Path) {
 
 fn compile_shim(llvm_config: &Path) {
     let mut build = cc::Build::new();
-    build.cpp(true).include("shim/include").warnings(false);
+    // Warnings on for the shim; LLVM's own headers come in as system headers.
+    build
+        .cpp(true)
+        .include("shim/include")
+        .warnings(true)
+        .extra_warnings(true)
+        .warnings_into_errors(true);
+    let include_dir = llvm_config_output(llvm_config, "--includedir");
     for flag in llvm_config_output(llvm_config, "--cxxflags").split_whitespace() {
-        build.flag(flag);
+        match flag.strip_prefix("-I") {
+            Some(dir) if dir == include_dir => {
+                build.flag(format!("-isystem{dir}"));
+            }
+            _ => {
+                build.flag(flag);
+            }
+        }
     }
     for file in ["bytecode.cpp", "parse.cpp", "passes.cpp"] {
         let path = Path::new("shim/lib").join(file);

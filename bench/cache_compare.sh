@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cache side: put (with eviction) and get on caches of 1k, 10k and 100k
-# entries, ours (benches/store_bench.rs) against JAX 0.12.0.1's LRUCache, in
+# entries, ours (crates/store/benches/store_bench.rs) against JAX 0.12.0.1's LRUCache, in
 # one run. JAX's put lists and stats the whole directory when it evicts.
 #
 #   bash bench/cache_compare.sh [SIZES]     (default 1000,10000,100000)
@@ -13,7 +13,7 @@ if [ ! -x bench/.venv/bin/python ]; then
   "$python" -m venv bench/.venv
   bench/.venv/bin/pip install -q "jax==0.12.0.1" "jaxlib==0.12.0.1" filelock
 fi
-STORE_BENCH_SIZES=$sizes STORE_BENCH_JSON=$out/store.json cargo bench --locked --bench store_bench >/dev/null
+STORE_BENCH_SIZES=$sizes STORE_BENCH_JSON=$out/store.json cargo bench --locked -p mck-store --bench store_bench >/dev/null
 bench/.venv/bin/python bench/jax_lru.py --sizes "$sizes" > "$out/jax_lru.json"
 python3 - "$out" <<'PY'
 import json, sys

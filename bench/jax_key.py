@@ -1,7 +1,7 @@
 """Times JAX's own cache-key path on MLIR modules (the baseline of bench/compare.sh).
 
 For each module: parse it in JAX's MLIR context (not timed), then time, best
-and median of N runs, JAX's computation entry (its own canonicalise +
+and median of N runs, JAX's computation entry (its own canonicalize +
 serialise + hash: cache_key._hash_computation) and its whole key
 (cache_key.get on the CPU backend), and the peak extra memory of the
 computation entry. Prints JSON.
@@ -58,7 +58,7 @@ def timed(runs, fn):
 
 
 def breakdown(module, runs):
-    """Best time of each step of JAX's canonicalisation, done by hand with
+    """Best time of each step of JAX's canonicalization, done by hand with
     the same MLIR calls as cache_key._canonicalize_ir."""
     from jax._src.lib.mlir import passmanager as pm
 

@@ -87,7 +87,7 @@ fn peak_in_child(path: &str, mode: &str) -> u64 {
         })
 }
 
-/// Child side of [`peak_in_child`]: parse and canonicalise (not measured),
+/// Child side of [`peak_in_child`]: parse and canonicalize (not measured),
 /// then measure writing the canonical bytes one way.
 fn peak_child(mode: &str, path: &str) {
     let source = read_module(path);

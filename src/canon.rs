@@ -1,4 +1,4 @@
-//! Canonicalisation: a module in, stable bytecode out (SPEC §1).
+//! Canonicalization: a module in, stable bytecode out.
 //!
 //! Steps, with results equal to JAX's order (clone, strip-debuginfo, Mosaic
 //! kernels, Triton kernels, unstable pointers, bytecode): kernels are handled
@@ -22,7 +22,7 @@ use melior::ir::{Module, Operation};
 use sha2::{Digest, Sha256};
 use std::time::{Duration, Instant};
 
-/// What canonicalisation did, for `kernels` listings and diagnostics.
+/// What canonicalization did, for `kernels` listings and diagnostics.
 #[derive(Debug, Default, Clone, serde::Serialize)]
 pub struct Report {
     pub kernels: Vec<KernelReport>,
@@ -30,19 +30,19 @@ pub struct Report {
     pub custom_partitioning_removed: usize,
 }
 
-/// A canonicalised module, owned, ready to be written or hashed.
+/// A canonicalized module, owned, ready to be written or hashed.
 pub struct CanonicalModule<'c> {
     module: Module<'c>,
     report: Report,
 }
 
 impl<'c> CanonicalModule<'c> {
-    /// Canonicalises a clone of `module`; the caller's module is not touched.
+    /// Canonicalizes a clone of `module`; the caller's module is not touched.
     pub fn of(module: &Module<'c>, options: &Options) -> Result<Self, CanonError> {
         Self::from_owned(clone_module(module)?, options)
     }
 
-    /// Canonicalises `module` in place (CLI: it owns the module it parsed).
+    /// Canonicalizes `module` in place (CLI: it owns the module it parsed).
     pub fn from_owned(module: Module<'c>, options: &Options) -> Result<Self, CanonError> {
         // SAFETY: the module outlives the handle used during this call.
         let op = unsafe { OpRef::from_raw(module.as_operation().to_raw()) };
@@ -79,7 +79,7 @@ impl<'c> CanonicalModule<'c> {
     /// The canonical module as MLIR text (generic form for every op, so it
     /// reads back the same in any MLIR).
     pub fn text(&self) -> String {
-        mlir::ops::print_operation(self.module.as_operation().to_raw(), true)
+        mlir::ops::print_operation(self.module.as_operation(), true)
     }
 }
 
@@ -106,7 +106,7 @@ pub fn module_name(module: &Module) -> Option<String> {
     Some(String::from_utf8_lossy(name).into_owned())
 }
 
-/// Canonicalises the module `op` in place: the library's one implementation,
+/// Canonicalizes the module `op` in place: the library's one implementation,
 /// shared by the CLI, the clone path and the pass plugin.
 pub(crate) fn canonicalize_in_place(
     op: OpRef<'_>,

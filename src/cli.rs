@@ -5,6 +5,7 @@
 mod address_args;
 mod addresses;
 mod cache;
+mod cache_text;
 mod canon;
 mod error;
 mod exec;
@@ -42,7 +43,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Canonicalise a module: strip debug info and kernels, emit stable bytecode.
+    /// Canonicalize a module: strip debug info and kernels, emit stable bytecode.
     Canon(canon::Args),
     /// List the kernels embedded in a module and how each is stripped.
     Kernels(kernels::Args),

@@ -2,13 +2,15 @@
 //!
 //! The symbol is defined in Rust because rustc's cdylib export list hides C++
 //! symbols. The passes are declared in the C++ shim; their bodies call the
-//! library's one canonicaliser.
+//! library's one canonicalizer. A panic in a body becomes a pass failure with a
+//! diagnostic: it must never unwind into mlir-opt's C++ frames.
 
 use crate::canon::{self, KernelMode, Options};
 use crate::mlir::ffi::{self, MckPassOptions};
 use crate::mlir::ops::OpRef;
 use mlir_sys::{MlirLogicalResult, MlirOperation};
 use std::ffi::{CString, c_char};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// mlir-opt's `PassPluginLibraryInfo` (mlir/Tools/Plugins/PassPlugin.h).
 #[repr(C)]
@@ -37,8 +39,10 @@ pub extern "C" fn mlirGetPassPluginInfo() -> PassPluginLibraryInfo {
     }
 }
 
-fn options_from(raw: *const MckPassOptions) -> Options {
-    // SAFETY: the shim passes a pointer to a live struct for the call.
+/// # Safety
+/// `raw` points to a live options struct.
+unsafe fn options_from(raw: *const MckPassOptions) -> Options {
+    // SAFETY: the caller's contract.
     let raw = unsafe { *raw };
     Options {
         keep_locations: raw.keepLocations,
@@ -58,25 +62,48 @@ fn result(ok: bool) -> MlirLogicalResult {
 }
 
 /// Reports `message` as an error diagnostic on `op`, as mlir-opt shows them.
-fn emit_error(op: MlirOperation, message: &str) {
+///
+/// # Safety
+/// `op` is a live operation.
+unsafe fn emit_error(op: MlirOperation, message: &str) {
     let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
     // SAFETY: live operation; MLIR copies the message.
     unsafe { mlir_sys::mlirEmitError(mlir_sys::mlirOperationGetLocation(op), message.as_ptr()) }
+}
+
+/// Runs a pass body, turning a panic into a failed pass with an error on `op`.
+///
+/// # Safety
+/// `op` is a live operation for the call.
+unsafe fn guarded(
+    op: MlirOperation,
+    pass: &str,
+    body: impl FnOnce() -> MlirLogicalResult,
+) -> MlirLogicalResult {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(result) => result,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            // SAFETY: `op` is the pass's live module (the caller's contract).
+            unsafe { emit_error(op, &format!("{pass}: internal error: {what}")) };
+            result(false)
+        }
+    }
 }
 
 unsafe extern "C" fn canonicalize_pass(
     op: MlirOperation,
     options: *const MckPassOptions,
 ) -> MlirLogicalResult {
-    let options = options_from(options);
-    // SAFETY: mlir-opt owns the module for the duration of the pass.
-    let module = unsafe { OpRef::from_raw(op) };
-    match canon::canonicalize_in_place(module, &options) {
-        Ok(_) => result(true),
-        Err(e) => {
-            emit_error(op, &format!("cache-key-canonicalize: {e}"));
-            result(false)
-        }
+    // SAFETY: the shim passes mlir-opt's live module and options for the call.
+    unsafe {
+        guarded(op, "cache-key-canonicalize", || {
+            canonicalize_body(op, options)
+        })
     }
 }
 
@@ -84,7 +111,35 @@ unsafe extern "C" fn digest_pass(
     op: MlirOperation,
     options: *const MckPassOptions,
 ) -> MlirLogicalResult {
-    let options = options_from(options);
+    // SAFETY: as above.
+    unsafe { guarded(op, "cache-key-digest", || digest_body(op, options)) }
+}
+
+/// # Safety
+/// `op` is a live module operation and `options` a live struct, both for the call.
+unsafe fn canonicalize_body(
+    op: MlirOperation,
+    options: *const MckPassOptions,
+) -> MlirLogicalResult {
+    // SAFETY: the caller's contract.
+    let options = unsafe { options_from(options) };
+    // SAFETY: mlir-opt owns the module for the duration of the pass.
+    let module = unsafe { OpRef::from_raw(op) };
+    match canon::canonicalize_in_place(module, &options) {
+        Ok(_) => result(true),
+        Err(e) => {
+            // SAFETY: live module.
+            unsafe { emit_error(op, &format!("cache-key-canonicalize: {e}")) };
+            result(false)
+        }
+    }
+}
+
+/// # Safety
+/// As [`canonicalize_body`].
+unsafe fn digest_body(op: MlirOperation, options: *const MckPassOptions) -> MlirLogicalResult {
+    // SAFETY: the caller's contract.
+    let options = unsafe { options_from(options) };
     // SAFETY: as above; the clone is ours and dropped at the end.
     let digest = unsafe {
         let module = melior::ir::Module::from_raw(mlir_sys::mlirModuleFromOperation(op));
@@ -104,7 +159,8 @@ unsafe extern "C" fn digest_pass(
             result(true)
         }
         Err(e) => {
-            emit_error(op, &format!("cache-key-digest: {e}"));
+            // SAFETY: live module.
+            unsafe { emit_error(op, &format!("cache-key-digest: {e}")) };
             result(false)
         }
     }

@@ -3,11 +3,7 @@
 //! to itself.
 #![no_main]
 
-#[allow(dead_code)]
-#[path = "../../src/bytecode/mod.rs"]
-mod bytecode;
-
-use bytecode::{StripOutput, inspect, op_names, strip_locations};
+use mck_bytecode::{StripOutput, inspect, op_names, strip_locations};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

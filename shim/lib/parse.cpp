@@ -8,8 +8,6 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -38,13 +36,4 @@ MlirModule mckParseModule(MlirContext context, MlirStringRef source,
     diagnostics(mlirStringRefCreate(rendered.data(), rendered.size()),
                 diagnosticsData);
   return wrap(module.release());
-}
-
-MlirLogicalResult mckStripDebugInfo(MlirOperation op) {
-  mlir::Operation *operation = unwrap(op);
-  mlir::PassManager pm(operation->getContext(),
-                       operation->getName().getStringRef());
-  pm.enableVerifier(false);
-  pm.addPass(mlir::createStripDebugInfoPass());
-  return wrap(pm.run(operation));
 }

@@ -4,9 +4,12 @@
 #include "mlir_cache_key/shim.h"
 
 #include "mlir/CAPI/IR.h"
+#include "mlir/CAPI/Support.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 
 namespace {
 MckPassCallback canonicalizeCallback = nullptr;
@@ -64,7 +67,7 @@ struct CanonicalizePass : CacheKeyPassBase<CanonicalizePass> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CanonicalizePass)
   llvm::StringRef getArgument() const final { return "cache-key-canonicalize"; }
   llvm::StringRef getDescription() const final {
-    return "Canonicalise a module for compilation-cache keys: strip debug "
+    return "Canonicalize a module for compilation-cache keys: strip debug "
            "info, strip embedded Mosaic/Triton kernels, neutralise unstable "
            "pointers";
   }
@@ -91,4 +94,15 @@ void mckRegisterPasses(MckPassCallback canonicalize, MckPassCallback digest) {
   registered = true;
   mlir::PassRegistration<CanonicalizePass>();
   mlir::PassRegistration<DigestPass>();
+}
+
+// Upstream strip-debuginfo on `op`, without the verifier afterwards: the
+// canonicalizer only removes locations, which cannot make valid IR invalid.
+MlirLogicalResult mckStripDebugInfo(MlirOperation op) {
+  mlir::Operation *operation = unwrap(op);
+  mlir::PassManager pm(operation->getContext(),
+                       operation->getName().getStringRef());
+  pm.enableVerifier(false);
+  pm.addPass(mlir::createStripDebugInfoPass());
+  return wrap(pm.run(operation));
 }

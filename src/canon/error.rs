@@ -1,4 +1,4 @@
-//! Canonicalisation errors; each names the operation and attribute at fault.
+//! Canonicalization errors; each names the operation and attribute at fault.
 
 use crate::mlir::{EmitError, ParseError};
 

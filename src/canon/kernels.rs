@@ -1,4 +1,4 @@
-//! Kernels embedded in custom-call attributes (SPEC §1 steps 3–4).
+//! Kernels embedded in custom-call attributes.
 //!
 //! Mosaic TPU kernels are MLIR bytecode, base64 inside the JSON string
 //! `backend_config`; Triton GPU kernels are raw MLIR bytecode in the `ir`

@@ -1,4 +1,4 @@
-//! Canonicalisation options (CLI flags, pass options and library fields alike).
+//! Canonicalization options (CLI flags, pass options and library fields alike).
 
 /// What to do with kernels embedded in custom calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]

@@ -1,5 +1,5 @@
 //! Unstable pointers: `CustomSPMDPartitioning` custom calls carry a process
-//! address in `backend_config` that differs on every run (SPEC §1 step 5).
+//! address in `backend_config` that differs on every run.
 
 use crate::mlir::ops::OpRef;
 

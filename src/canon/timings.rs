@@ -1,4 +1,4 @@
-//! Where canonicalisation time goes: each step timed on its own, for
+//! Where canonicalization time goes: each step timed on its own, for
 //! `mlir-cache-key canon --timings` and the benchmarks.
 
 use super::{CanonError, Options, StepTimes, canonicalize_steps, clone_module};
@@ -9,7 +9,7 @@ use melior::Context;
 use sha2::{Digest, Sha256};
 use std::time::{Duration, Instant};
 
-/// Seconds spent in each step of one canonicalisation of one module.
+/// Seconds spent in each step of one canonicalization of one module.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Timings {
     pub parse: Duration,
@@ -48,7 +48,7 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     (value, start.elapsed())
 }
 
-/// Parses `source` and canonicalises a clone of it, timing every step.
+/// Parses `source` and canonicalizes a clone of it, timing every step.
 pub fn measure(
     context: &Context,
     source: &[u8],

@@ -1,4 +1,4 @@
-//! Addresses and runs on the command line (SPEC §4).
+//! Addresses and runs on the command line.
 
 use super::error::CliError;
 use crate::store::Address;

@@ -1,8 +1,9 @@
 //! Address views and operations behind `cache list`, `cache clear` and
-//! `cache adopt` (SPEC §4).
+//! `cache adopt`.
 
-use super::cache::{Select, state, utc};
+use super::cache::{Select, state};
 use super::error::CliError;
+use super::output::utc;
 use crate::store::{Address, AddressPattern, Clear, Digest, EntrySummary, Registry, Store};
 use anyhow::anyhow;
 use serde::Serialize;

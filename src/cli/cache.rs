@@ -1,14 +1,12 @@
 //! `mlir-cache-key cache …`: inspect and manage the persistent cache.
 
 use super::addresses;
+use super::cache_text::{stats_text, table};
 use super::error::CliError;
-use super::output;
+use super::output::{self, json_text};
 use super::settings::CacheOptions;
-use crate::store::{
-    CacheKey, EntryState, EntrySummary, ListFilter, Lookup, SortBy, Stats, Store, Tiered,
-};
+use crate::store::{CacheKey, EntryState, ListFilter, Lookup, SortBy, Store, Tiered};
 use anyhow::{Context as _, anyhow};
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -229,89 +227,4 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
     };
     output::stdout(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn stats_text(stats: &Stats) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "cache directory     {}", stats.cache_dir.display());
-    let _ = writeln!(
-        out,
-        "entries             {} ({} failed)",
-        stats.entries, stats.failed_entries
-    );
-    let _ = writeln!(
-        out,
-        "size                {} of {} bytes",
-        stats.bytes, stats.max_size
-    );
-    let _ = writeln!(out, "time to live        {} days", stats.ttl_days);
-    let _ = writeln!(out, "hits / misses       {} / {}", stats.hits, stats.misses);
-    let _ = writeln!(out, "failures replayed   {}", stats.failures_replayed);
-    let _ = writeln!(out, "evictions           {}", stats.evictions);
-    let _ = writeln!(
-        out,
-        "corrupt entries     {} ({} files in quarantine)",
-        stats.corrupt, stats.quarantined_files
-    );
-    let _ = writeln!(
-        out,
-        "remote              {}{}",
-        stats.remote.as_deref().unwrap_or("none"),
-        if stats.remote_read_only {
-            " (read-only)"
-        } else {
-            ""
-        }
-    );
-    if let Some(until) = stats.remote_down_until_ms {
-        let _ = writeln!(out, "remote down until   {}", utc(until));
-    }
-    let _ = writeln!(
-        out,
-        "remote hits/misses  {} / {}",
-        stats.remote_hits, stats.remote_misses
-    );
-    let _ = writeln!(out, "remote writes       {}", stats.remote_writes);
-    let _ = writeln!(
-        out,
-        "remote fallbacks    {} ({} errors, {} skipped while down)",
-        stats.remote_fallbacks, stats.remote_errors, stats.remote_skipped
-    );
-    let _ = writeln!(out, "remote corrupt      {}", stats.remote_corrupt);
-    out
-}
-
-pub(super) fn json_text<T: serde::Serialize>(value: &T) -> Result<String, CliError> {
-    let mut text = serde_json::to_string_pretty(value).map_err(CliError::other)?;
-    text.push('\n');
-    Ok(text)
-}
-
-fn table(entries: &[EntrySummary]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<7} {:>12}  {:<20}  key",
-        "state", "bytes", "last used"
-    );
-    for e in entries {
-        let _ = writeln!(
-            out,
-            "{:<7} {:>12}  {:<20}  {}",
-            match e.state {
-                EntryState::Ok => "ok",
-                EntryState::Failed => "failed",
-            },
-            e.artefact_size,
-            utc(e.last_used_ms),
-            e.key
-        );
-    }
-    out
-}
-
-/// Milliseconds since the epoch as an RFC 3339 UTC time.
-pub(super) fn utc(ms: i64) -> String {
-    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_seconds(time).to_string()
 }

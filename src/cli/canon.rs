@@ -7,7 +7,7 @@ use crate::mlir::{new_context, parse_module};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Options shared by every command that canonicalises a module.
+/// Options shared by every command that canonicalizes a module.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CanonFlags {
     /// Keep debug locations (skip strip-debuginfo and kernel stripping), like

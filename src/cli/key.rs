@@ -17,7 +17,7 @@ pub struct Args {
     /// The module (MLIR text or bytecode; `-` reads stdin).
     #[arg(required_unless_present = "computation_bytes")]
     input: Option<PathBuf>,
-    /// Use these bytes as the computation entry instead of canonicalising
+    /// Use these bytes as the computation entry instead of canonicalizing
     /// INPUT (requires --module-name).
     #[arg(
         long,

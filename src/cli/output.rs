@@ -26,3 +26,16 @@ pub fn stdout(bytes: &[u8]) -> Result<(), CliError> {
             .map_err(CliError::other),
     }
 }
+
+/// A value as pretty JSON with a final newline.
+pub fn json_text<T: serde::Serialize>(value: &T) -> Result<String, CliError> {
+    let mut text = serde_json::to_string_pretty(value).map_err(CliError::other)?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// Milliseconds since the epoch as an RFC 3339 UTC time.
+pub fn utc(ms: i64) -> String {
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_seconds(time).to_string()
+}

@@ -1,9 +1,9 @@
 //! `mlir-cache-key runs …`: the immutable records of what each run used, and
 //! moving a run (with its artefacts) to another cache.
 
-use super::cache::{json_text, utc};
 use super::error::CliError;
 use super::output;
+use super::output::{json_text, utc};
 use super::settings::CacheOptions;
 use crate::store::{Address, CacheKey, Digest, RunEntry, Store};
 use anyhow::{Context as _, anyhow};

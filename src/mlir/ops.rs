@@ -1,4 +1,4 @@
-//! Raw operation and attribute access for the canonicaliser's surgery.
+//! Raw operation and attribute access for the canonicalizer's surgery.
 //!
 //! melior exposes string attributes as `&str`, but MLIR strings are bytes (a
 //! Triton kernel is raw bytecode inside a string attribute), so this module
@@ -198,9 +198,10 @@ unsafe extern "C" fn append_text(text: MlirStringRef, data: *mut c_void) {
 }
 
 /// Prints `op` as MLIR text (generic form when `generic`), without locations.
-pub(crate) fn print_operation(op: MlirOperation, generic: bool) -> String {
+pub(crate) fn print_operation(op: melior::ir::OperationRef<'_, '_>, generic: bool) -> String {
+    let op = op.to_raw();
     let mut out = String::new();
-    // SAFETY: live operation; flags are created and destroyed here.
+    // SAFETY: the borrow keeps the operation alive; flags are created and destroyed here.
     unsafe {
         let flags = mlirOpPrintingFlagsCreate();
         if generic {

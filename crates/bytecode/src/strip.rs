@@ -4,7 +4,8 @@
 //! 1. every builtin location entry becomes `UnknownLoc`, wherever it is
 //!    referenced from: a location is debug info by definition, also when it
 //!    is an attribute value (upstream `strip-debuginfo` only rewrites op and
-//!    block-argument locations; we go further, see NOTES.md);
+//!    block-argument locations; we go further: a location held in an attribute
+//!    cannot change what a compiler produces either);
 //! 2. every other attribute that is dead once locations are gone becomes
 //!    `UnknownLoc` (file-name and name `StringAttr`s, fused metadata);
 //! 3. strings that are dead become empty.

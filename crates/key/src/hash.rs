@@ -10,7 +10,7 @@ use base64::engine::general_purpose::STANDARD;
 use sha2::{Digest, Sha256};
 
 /// Feeds entries into the running hash and a fresh per-entry hash at once,
-/// so the trace costs one extra SHA-256 pass and no second canonicalisation.
+/// so the trace costs one extra SHA-256 pass and no second canonicalization.
 struct Feeder {
     running: Sha256,
     entries: Vec<EntryRecord>,

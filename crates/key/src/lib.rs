@@ -1,4 +1,4 @@
-//! The key: JAX's eight entries fed, in order, into one SHA-256 (SPEC §2).
+//! The key: JAX's eight entries fed, in order, into one SHA-256.
 //!
 //! Every input is passed explicitly ([`KeyInputs`]); nothing is read from the
 //! environment here (the CLI gathers `XLA_FLAGS` and friends). One pass

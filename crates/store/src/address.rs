@@ -1,4 +1,4 @@
-//! Addresses: readable names for cache entries (SPEC §4), such as
+//! Addresses: readable names for cache entries, such as
 //! `train-v1/jit_step` or `train-v1/answer[model:"small",prompt:"math"]` —
 //! a path of local names, then mapped keys with quoted values, sorted by key.
 //!

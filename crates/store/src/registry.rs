@@ -1,4 +1,4 @@
-//! The registry (SPEC §4): which fingerprint (key) each address holds, and an
+//! The registry: which fingerprint (key) each address holds, and an
 //! immutable record of what every run used at each address.
 //!
 //! Unlike the index (a disposable cache of the entry files), the registry is

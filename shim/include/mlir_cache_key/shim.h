@@ -47,7 +47,7 @@ typedef struct MckPassOptions {
   bool stripKernels;
 } MckPassOptions;
 
-/* A pass body: canonicalises (or digests) the module `op` in place. Errors are
+/* A pass body: canonicalizes (or digests) the module `op` in place. Errors are
  * reported as MLIR diagnostics on `op` by the callee. */
 typedef MlirLogicalResult (*MckPassCallback)(MlirOperation op,
                                              const MckPassOptions *options);

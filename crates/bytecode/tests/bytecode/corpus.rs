@@ -130,7 +130,7 @@ fn inspect_reads_the_section_table() {
     assert_eq!(m.version, 0);
 }
 
-/// Writes the stripped corpus to `$STRIP_OUT_DIR` when set (used for NOTES.md).
+/// Writes the stripped corpus to `$STRIP_OUT_DIR` when set (to inspect them by hand).
 #[test]
 fn write_outputs_when_asked() {
     let Ok(dir) = std::env::var("STRIP_OUT_DIR") else {

@@ -5,7 +5,7 @@
 //! being read (`executable_build_options.debug_options.xla_dump_to`), and every JSON error
 //! carries a line and column.
 
-/// Why compile options could not be read, normalised or canonicalised.
+/// Why compile options could not be read, normalised or canonicalized.
 #[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
 pub enum OptionsError {
     /// The input ended inside a key, a value or a group.

@@ -36,7 +36,7 @@ pub fn canonical_json(input: &[u8], ignored_keys: &[String]) -> Result<Vec<u8>, 
         let path = split_path(key)?;
         remove_path(&mut value, &path);
     }
-    canonicalise(&mut value);
+    canonicalize(&mut value);
     Ok(value.to_string().into_bytes())
 }
 
@@ -94,15 +94,15 @@ fn remove_path(value: &mut Value, path: &[String]) {
 
 /// Sorts object keys at every depth (serde_json's parser bounds the depth at 128) and spells
 /// every non-integer number as its shortest f64 form.
-fn canonicalise(value: &mut Value) {
+fn canonicalize(value: &mut Value) {
     match value {
         Value::Object(map) => {
             map.sort_keys();
             for (_, v) in map.iter_mut() {
-                canonicalise(v);
+                canonicalize(v);
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(canonicalise),
+        Value::Array(items) => items.iter_mut().for_each(canonicalize),
         Value::Number(n) => {
             let text = n.to_string();
             if text.contains(['.', 'e', 'E'])

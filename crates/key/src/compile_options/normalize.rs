@@ -39,7 +39,7 @@ pub const RESET_DEBUG_OPTIONS: [&str; 20] = [
     "xla_gpu_per_fusion_autotune_cache_dir",
 ];
 
-/// The 26 XLA flags JAX keeps out of the key (SPEC §2); an `env_option_overrides` entry is
+/// The 26 XLA flags JAX keeps out of the key; an `env_option_overrides` entry is
 /// dropped when `--` + its key is one of them.
 pub const EXCLUDED_XLA_FLAGS: [&str; 26] = [
     "--xla_dump_compress_protos",

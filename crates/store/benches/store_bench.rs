@@ -19,7 +19,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use mlir_cache_key::store::{CacheKey, ListFilter, Lookup, Settings, SortBy, Store};
+use mck_store::{CacheKey, ListFilter, Lookup, Settings, SortBy, Store};
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
