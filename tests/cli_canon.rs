@@ -232,3 +232,30 @@ fn no_arguments_is_a_usage_error() {
     failure(&mut bin(), 2);
     failure(bin().args(["canon", "--emit", "pdf", "x"]), 2);
 }
+
+/// Cache and remote options belong to the commands that use the cache, not to `canon` or
+/// `kernels`; `exec`, `cache` and `runs` list them.
+#[test]
+fn cache_options_only_where_the_cache_is_used() {
+    let help = |args: &[&str]| text(success(bin().args(args).arg("--help")));
+    for command in [&["canon"][..], &["kernels"], &["key"], &["why"]] {
+        let shown = help(command);
+        for option in ["--cache-dir", "--remote", "--no-cache", "--cache-size"] {
+            assert!(
+                !shown.contains(option),
+                "{command:?} --help lists {option}:\n{shown}"
+            );
+        }
+    }
+    for command in [&["exec"][..], &["cache", "stats"], &["runs", "list"]] {
+        let shown = help(command);
+        for option in ["--cache-dir", "--remote"] {
+            assert!(
+                shown.contains(option),
+                "{command:?} --help lacks {option}:\n{shown}"
+            );
+        }
+    }
+    // Before the command name they are refused, with a usage error.
+    failure(bin().args(["--cache-dir", "/tmp/x", "canon", "-"]), 2);
+}
