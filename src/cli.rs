@@ -15,6 +15,7 @@ mod key;
 mod key_args;
 mod logging;
 mod output;
+mod run_status;
 mod runs;
 mod settings;
 mod why;
@@ -29,12 +30,13 @@ pub use error::Failure;
     name = "mlir-cache-key",
     version,
     about = "Stable, explainable compilation-cache keys for MLIR programs",
-    long_about = None
+    long_about = None,
+    after_help = error::EXIT_CODES
 )]
 pub struct Cli {
-    /// Log level: error, warning, info or debug [default: warning, or
-    /// --log_level in MLIR_CACHE_KEY_FLAGS].
-    #[arg(long, global = true, value_name = "LEVEL")]
+    /// Log level: error, warning, info or debug, any case [default: warning,
+    /// or --log_level in MLIR_CACHE_KEY_FLAGS, which takes the same words].
+    #[arg(long, global = true, value_name = "LEVEL", ignore_case = true)]
     log_level: Option<logging::Level>,
 
     #[command(subcommand)]

@@ -1,4 +1,4 @@
-//! Embedded kernels through the whole canonicaliser: relocated kernel pairs
+//! Embedded kernels through the whole canonicalizer: relocated kernel pairs
 //! share canonical bytes, kernels that differ in code never do.
 
 mod common;

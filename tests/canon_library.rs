@@ -1,4 +1,4 @@
-//! The canonicaliser through the library API, on the real JAX corpus.
+//! The canonicalizer through the library API, on the real JAX corpus.
 
 mod common;
 

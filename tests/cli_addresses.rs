@@ -1,4 +1,4 @@
-//! Addresses, conflicts, run records and sharing results (SPEC §4), with
+//! Addresses, conflicts, run records and sharing results, with
 //! real processes: two runs sharing by address, conflicts that name what
 //! moved, clear-then-resume, overwrite, adopt, export → import, hostile names.
 
@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const CONFLICT: i32 = 5;
+const CONFLICT: i32 = common::EX_CONFLICT;
 
 struct Team {
     dir: tempfile::TempDir,
@@ -155,8 +155,10 @@ fn clear_then_resume_and_finished_runs_keep_their_record() {
     success(&mut t.exec("c", &batch5, "r2", &[]));
     assert_eq!(t.runs(), 2);
     assert_eq!(t.json("c", &["runs", "show", "r1", "--json"]), r1_before);
+    // The record is append-only: the conflict line stays, the resumed result follows it.
     let r2 = t.json("c", &["runs", "show", "r2", "--json"]);
-    assert_eq!(r2[0]["state"], "ok", "the run resumed after clearing: {r2}");
+    assert_eq!(r2[0]["state"], "conflict", "{r2}");
+    assert_eq!(r2[1]["state"], "ok", "the run resumed after clearing: {r2}");
 }
 
 #[test]
@@ -255,7 +257,10 @@ fn export_import_into_a_fresh_cache_hits_without_compiling() {
     bytes[payload.max(at + 600)] ^= 0xff;
     let tampered = t.path("tampered.tar");
     std::fs::write(&tampered, bytes).unwrap();
-    let stderr = failure(t.mck("carol").args(["runs", "import"]).arg(&tampered), 3);
+    let stderr = failure(
+        t.mck("carol").args(["runs", "import"]).arg(&tampered),
+        common::EX_DATAERR,
+    );
     assert!(stderr.contains("tampered.tar"), "{stderr}");
     assert_eq!(
         t.json("carol", &["runs", "list", "--json"]),
@@ -284,7 +289,7 @@ fn hostile_addresses_are_refused() {
             .args(["--output", "o"])
             .args(extra)
             .args(["--", "true"]);
-        let stderr = failure(&mut c, 2);
+        let stderr = failure(&mut c, common::EX_USAGE);
         assert!(
             stderr.contains("address") || stderr.contains("--map"),
             "{extra:?}: {stderr}"
@@ -339,7 +344,10 @@ fn list_patterns_steps_and_states() {
         table.contains("t/answer  (2 addresses)") && table.contains("t/score  (1 address)"),
         "{table}"
     );
-    let stderr = failure(t.mck("c").args(["cache", "list", "t/[x]"]), 2);
+    let stderr = failure(
+        t.mck("c").args(["cache", "list", "t/[x]"]),
+        common::EX_USAGE,
+    );
     assert!(stderr.contains("invalid address"), "{stderr}");
 }
 

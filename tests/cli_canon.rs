@@ -102,7 +102,7 @@ fn unparsable_mlir_names_file_line_and_column() {
         "\"builtin.module\"() ({\n  %0 = \"x.y\"() : () -> (i32\n}) : () -> ()\n",
     )
     .expect("write");
-    let stderr = failure(bin().arg("canon").arg(&path), 3);
+    let stderr = failure(bin().arg("canon").arg(&path), common::EX_DATAERR);
     assert!(
         stderr.contains("broken.mlir:2:28: error: expected ')'"),
         "{stderr}"
@@ -115,7 +115,10 @@ fn unparsable_mlir_names_file_line_and_column() {
 
 #[test]
 fn pretty_form_of_a_missing_dialect_explains_the_generic_form() {
-    let stderr = failure(bin().arg("canon").arg(corpus("cpu/mlp.a.mlir")), 3);
+    let stderr = failure(
+        bin().arg("canon").arg(corpus("cpu/mlp.a.mlir")),
+        common::EX_DATAERR,
+    );
     assert!(stderr.contains("mlp.a.mlir:11:10: error:"), "{stderr}");
     assert!(stderr.contains("hint:"), "{stderr}");
     assert!(stderr.contains("print_generic_op_form=True"), "{stderr}");
@@ -123,13 +126,16 @@ fn pretty_form_of_a_missing_dialect_explains_the_generic_form() {
 
 #[test]
 fn missing_file_and_empty_input() {
-    let stderr = failure(bin().args(["canon", "/nonexistent/x.mlir"]), 3);
+    let stderr = failure(
+        bin().args(["canon", "/nonexistent/x.mlir"]),
+        common::EX_NOINPUT,
+    );
     assert!(
         stderr.contains("cannot read /nonexistent/x.mlir"),
         "{stderr}"
     );
     let out = run_with_stdin(bin().args(["canon", "-"]), b"  \n");
-    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(out.status.code(), Some(common::EX_DATAERR));
     assert!(String::from_utf8_lossy(&out.stderr).contains("<stdin>"));
 }
 
@@ -138,7 +144,7 @@ fn truncated_bytecode_is_an_error_not_a_crash() {
     let bytes = success(bin().arg("canon").arg(corpus("cpu/mlp.a.generic.mlir")));
     for cut in [5, 20, bytes.len() / 2, bytes.len() - 1] {
         let out = run_with_stdin(bin().args(["canon", "-"]), &bytes[..cut]);
-        assert_eq!(out.status.code(), Some(3), "cut at {cut}");
+        assert_eq!(out.status.code(), Some(common::EX_DATAERR), "cut at {cut}");
     }
 }
 
@@ -160,7 +166,7 @@ fn canon_stdin_error(module: &str) -> String {
     let out = run_with_stdin(bin().args(["canon", "-"]), module.as_bytes());
     assert_eq!(
         out.status.code(),
-        Some(3),
+        Some(common::EX_DATAERR),
         "stdout: {:?}",
         String::from_utf8_lossy(&out.stdout)
     );
@@ -229,8 +235,11 @@ fn kernels_lists_each_embedded_kernel() {
 
 #[test]
 fn no_arguments_is_a_usage_error() {
-    failure(&mut bin(), 2);
-    failure(bin().args(["canon", "--emit", "pdf", "x"]), 2);
+    failure(&mut bin(), common::EX_USAGE);
+    failure(
+        bin().args(["canon", "--emit", "pdf", "x"]),
+        common::EX_USAGE,
+    );
 }
 
 /// Cache and remote options belong to the commands that use the cache, not to `canon` or
@@ -257,5 +266,8 @@ fn cache_options_only_where_the_cache_is_used() {
         }
     }
     // Before the command name they are refused, with a usage error.
-    failure(bin().args(["--cache-dir", "/tmp/x", "canon", "-"]), 2);
+    failure(
+        bin().args(["--cache-dir", "/tmp/x", "canon", "-"]),
+        common::EX_USAGE,
+    );
 }

@@ -247,16 +247,19 @@ fn cache_management_commands() {
     assert!(verify.contains("\"entries\": 1"), "{verify}");
     success(&mut cache(&["gc"]));
     assert!(text(success(&mut cache(&["clear", "--name", "other_*"]))).contains("and 0 entries"));
-    failure(&mut cache(&["clear"]), 2);
+    failure(&mut cache(&["clear"]), common::EX_USAGE);
     assert!(text(success(&mut cache(&["clear", "--name", "jit_*"]))).contains("and 1 entries"));
-    let stderr = failure(&mut cache(&["get", &key]), 1);
+    let stderr = failure(&mut cache(&["get", &key]), common::EX_SOFTWARE);
     assert!(stderr.contains("is not in the cache"), "{stderr}");
     // put/get round trip with a hostile key refused.
     let file = s.dir.path().join("blob");
     std::fs::write(&file, b"artefact").unwrap();
     success(cache(&["put", &key]).arg(&file));
     assert_eq!(success(&mut cache(&["get", &key])), b"artefact");
-    let stderr = failure(cache(&["put", "../../etc-0000"]).arg(&file), 4);
+    let stderr = failure(
+        cache(&["put", "../../etc-0000"]).arg(&file),
+        common::EX_CACHE,
+    );
     assert!(stderr.contains("../../etc-0000"), "{stderr}");
 }
 
@@ -267,7 +270,7 @@ fn bad_settings_and_hostile_cache_directories() {
     let stderr = failure(
         s.exec(&s.module, &out)
             .env("MLIR_CACHE_KEY_FLAGS", "--cache_size=lots"),
-        2,
+        common::EX_USAGE,
     );
     assert!(
         stderr.contains("MLIR_CACHE_KEY_FLAGS") && stderr.contains("--cache_size=lots"),
@@ -276,7 +279,7 @@ fn bad_settings_and_hostile_cache_directories() {
     let stderr = failure(
         s.exec(&s.module, &out)
             .env("MLIR_CACHE_KEY_FLAGS", "--cache_colour=red"),
-        2,
+        common::EX_USAGE,
     );
     assert!(stderr.contains("unknown flag"), "{stderr}");
     // A symlinked cache directory is refused.
@@ -291,7 +294,7 @@ fn bad_settings_and_hostile_cache_directories() {
                 format!("--cache_dir={}", link.display()),
             )
             .args(["cache", "stats"]),
-        4,
+        common::EX_CACHE,
     );
     assert!(stderr.contains("link: it is a symbolic link"), "{stderr}");
     assert_eq!(s.runs(), 0);
@@ -305,7 +308,10 @@ fn module_names_cannot_build_paths() {
         .unwrap()
         .replace("sym_name = \"jit_mlp\"", "sym_name = \"../../evil\"");
     std::fs::write(&hostile, module).unwrap();
-    let stderr = failure(&mut s.exec(&hostile, &s.dir.path().join("out.bin")), 4);
+    let stderr = failure(
+        &mut s.exec(&hostile, &s.dir.path().join("out.bin")),
+        common::EX_CACHE,
+    );
     assert!(stderr.contains("path separator"), "{stderr}");
     assert_eq!(s.runs(), 0);
 }

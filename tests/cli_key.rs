@@ -471,7 +471,7 @@ fn bad_inputs_are_clear_errors() {
     std::fs::write(&truncated, &full[..full.len() / 2]).unwrap();
     let stderr = failure(
         &mut key_command(|a, _| set(a, "--compile-options", &truncated.display().to_string())),
-        3,
+        common::EX_DATAERR,
     );
     assert!(
         stderr.contains("compile options") && stderr.contains("truncated.pb"),
@@ -482,13 +482,13 @@ fn bad_inputs_are_clear_errors() {
     std::fs::write(&garbage, b"this is not a protobuf at all \xff\xff\xff").unwrap();
     let stderr = failure(
         &mut key_command(|a, _| set(a, "--compile-options", &garbage.display().to_string())),
-        3,
+        common::EX_DATAERR,
     );
     assert!(stderr.contains("garbage.pb"), "{stderr}");
 
     let stderr = failure(
         &mut key_command(|a, _| set(a, "--topology-fingerprint", "18446744073709551616")),
-        2,
+        common::EX_USAGE,
     );
     assert!(
         stderr.contains("is not an unsigned 64-bit integer"),
@@ -496,7 +496,7 @@ fn bad_inputs_are_clear_errors() {
     );
     failure(
         &mut key_command(|a, _| set(a, "--topology-fingerprint", "-1")),
-        2,
+        common::EX_USAGE,
     );
 
     use std::os::unix::ffi::OsStrExt;
@@ -504,7 +504,7 @@ fn bad_inputs_are_clear_errors() {
         &mut key_command(|_, c| {
             c.env("XLA_FLAGS", std::ffi::OsStr::from_bytes(b"--xla_a=\xff"));
         }),
-        3,
+        common::EX_DATAERR,
     );
     assert!(stderr.contains("XLA_FLAGS is not valid UTF-8"), "{stderr}");
 
@@ -513,7 +513,7 @@ fn bad_inputs_are_clear_errors() {
             .arg("key")
             .arg("--computation-bytes")
             .arg(data("parity/01_cpu_defaults/computation.mlirbc")),
-        2,
+        common::EX_USAGE,
     );
     assert!(stderr.contains("--module-name"), "{stderr}");
 
@@ -521,7 +521,7 @@ fn bad_inputs_are_clear_errors() {
     std::fs::write(&nameless, "\"builtin.module\"() ({\n}) : () -> ()\n").unwrap();
     let module = "\"builtin.module\"() ({\n  \"x.y\"() : () -> ()\n}) : () -> ()\n";
     std::fs::write(&nameless, module).unwrap();
-    let stderr = failure(bin().arg("key").arg(&nameless), 3);
+    let stderr = failure(bin().arg("key").arg(&nameless), common::EX_DATAERR);
     assert!(
         stderr.contains("no sym_name") && stderr.contains("--module-name"),
         "{stderr}"
@@ -536,6 +536,9 @@ fn bad_inputs_are_clear_errors() {
 
     let not_report = dir.path().join("not-report.json");
     std::fs::write(&not_report, "{\"key\": 1}").unwrap();
-    let stderr = failure(bin().arg("why").arg(&not_report).arg(&not_report), 3);
+    let stderr = failure(
+        bin().arg("why").arg(&not_report).arg(&not_report),
+        common::EX_DATAERR,
+    );
     assert!(stderr.contains("is not a `key --json` report"), "{stderr}");
 }

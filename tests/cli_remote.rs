@@ -645,21 +645,27 @@ fn bad_remote_urls_are_usage_errors_naming_the_flag() {
         }
         c
     };
-    let e = failure(&mut stats("--remote=redis://u:hunter2@h:1/nodb", None), 2);
+    let e = failure(
+        &mut stats("--remote=redis://u:hunter2@h:1/nodb", None),
+        common::EX_USAGE,
+    );
     assert!(
         e.contains("MLIR_CACHE_KEY_FLAGS: --remote=redis://***@h:1/nodb"),
         "{e}"
     );
     assert!(e.contains("database number"), "{e}");
     assert!(!e.contains("hunter2"), "{e}");
-    let e = failure(&mut stats("", Some("ftp://h/0")), 2);
+    let e = failure(&mut stats("", Some("ftp://h/0")), common::EX_USAGE);
     assert!(e.contains("command line: --remote=ftp://h/0"), "{e}");
     assert!(e.contains("unsupported scheme"), "{e}");
     if !cfg!(feature = "remote-s3") {
-        let e = failure(&mut stats("", Some("s3://bucket/prefix?region=x")), 2);
+        let e = failure(
+            &mut stats("", Some("s3://bucket/prefix?region=x")),
+            common::EX_USAGE,
+        );
         assert!(e.contains("--features remote-s3"), "{e}");
     }
-    let e = failure(&mut stats("--remote_timeout=0", None), 2);
+    let e = failure(&mut stats("--remote_timeout=0", None), common::EX_USAGE);
     assert!(e.contains("--remote_timeout=0"), "{e}");
     // A good URL is shown, password hidden.
     let text = String::from_utf8(success(&mut stats(

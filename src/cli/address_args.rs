@@ -2,6 +2,7 @@
 
 use super::error::CliError;
 use crate::store::Address;
+use crate::store::address::MappedValue;
 use anyhow::anyhow;
 
 /// Environment variable naming the run all processes of a job belong to.
@@ -48,13 +49,11 @@ impl AddressArgs {
             return Ok(None);
         }
         if let Some(text) = &self.address {
-            let mut address = Address::parse(text).map_err(CliError::usage)?;
-            if !self.mapped.is_empty() {
-                let mut mapped = address.mapped().to_vec();
-                mapped.extend(self.mapped_pairs()?);
-                address = Address::new(address.path().to_vec(), mapped).map_err(CliError::usage)?;
-            }
-            return Ok(Some(address));
+            let address = Address::parse(text).map_err(CliError::usage)?;
+            return address
+                .with_mapped(self.mapped_pairs()?)
+                .map(Some)
+                .map_err(CliError::usage);
         }
         let path: Vec<String> = match &self.override_address_prefix {
             Some(prefix) => prefix.split('/').map(str::to_string).collect(),
@@ -63,17 +62,18 @@ impl AddressArgs {
                 self.step.clone().unwrap_or_else(|| module_name.to_string()),
             ],
         };
-        Address::new(path, self.mapped_pairs()?)
+        Address::from_names(path, self.mapped_pairs()?)
             .map(Some)
             .map_err(CliError::usage)
     }
 
-    fn mapped_pairs(&self) -> Result<Vec<(String, String)>, CliError> {
+    /// `--map KEY=VALUE` pairs in the order given; a value that reads as an integer is one.
+    fn mapped_pairs(&self) -> Result<Vec<(String, MappedValue)>, CliError> {
         self.mapped
             .iter()
             .map(|pair| {
                 pair.split_once('=')
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .map(|(k, v)| (k.to_string(), MappedValue::from_text(v)))
                     .ok_or_else(|| CliError::usage(anyhow!("--map {pair:?}: expected KEY=VALUE")))
             })
             .collect()

@@ -4,7 +4,10 @@
 use super::cache::{Select, state};
 use super::error::CliError;
 use super::output::utc;
-use crate::store::{Address, AddressPattern, Clear, Digest, EntrySummary, Registry, Store};
+use crate::store::{
+    Address, AddressEntry, AddressPattern, Clear, Digest, EntrySummary, Registry, RunningEntry,
+    Store,
+};
 use anyhow::anyhow;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,8 +50,36 @@ pub fn select(
         ),
     };
     let wanted_state = state(select.state).map(|s| s.as_str().to_string());
+    let running: BTreeMap<String, RunningEntry> = registry
+        .running()?
+        .into_iter()
+        .map(|r| (r.address.clone(), r))
+        .collect();
+    let mut entries = registry.addresses()?;
+    // An address compiled for the first time has no entry yet: list it as running too.
+    for (address, r) in &running {
+        if !entries.iter().any(|e| e.address == *address) {
+            entries.push(AddressEntry {
+                address: address.clone(),
+                local_name: Address::parse(address)
+                    .map(|a| a.local_name().to_string())
+                    .unwrap_or_default(),
+                key: r.key.clone(),
+                digest: String::new(),
+                state: "running".into(),
+                run: r.run.clone(),
+                updated_ms: r.started_ms,
+                record: serde_json::Value::Null,
+            });
+        }
+    }
+    entries.sort_by(|a, b| a.address.cmp(&b.address));
     let mut out = Vec::new();
-    for entry in registry.addresses()? {
+    for mut entry in entries {
+        if let Some(r) = running.get(&entry.address) {
+            entry.state = "running".into();
+            entry.run = r.run.clone();
+        }
         let Ok(address) = Address::parse(&entry.address) else {
             continue;
         };
@@ -120,6 +151,24 @@ pub fn table(views: &[AddressView]) -> String {
     out
 }
 
+/// Clearing an address that a live process is compiling would lose its result: refuse, naming
+/// the run (a dead holder's mark does not count).
+fn refuse_running(registry: &Registry, chosen: &[AddressView]) -> Result<(), CliError> {
+    let running = registry.running()?;
+    match running
+        .iter()
+        .find(|r| chosen.iter().any(|v| v.address == r.address))
+    {
+        Some(holder) => Err(CliError {
+            kind: super::error::Failure::Conflict,
+            error: anyhow!(
+                "not clearing: {holder}; wait for it to finish (or stop it), then clear"
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Content entries that no run record references (only those may go).
 fn unpinned(registry: &Registry, entry: &EntrySummary) -> bool {
     !registry.is_pinned(&entry.digest).unwrap_or(true)
@@ -133,23 +182,19 @@ pub fn clear(
     selectors: &Select,
 ) -> Result<String, CliError> {
     let registry = store.registry()?;
-    let selective = pattern.is_some()
-        || selectors.step.is_some()
-        || selectors.state.is_some()
-        || selectors.conflicts_in.is_some();
-    if !all && name.is_none() && !selective {
+    // Filters narrow: `--all --step NAME` is every address of that step, not every address.
+    let filtered =
+        selectors.step.is_some() || selectors.state.is_some() || selectors.conflicts_in.is_some();
+    if !all && name.is_none() && pattern.is_none() && !filtered {
         return Err(CliError::usage(anyhow!(
             "say what to clear: an address PATTERN, --all, --name GLOB, --step, --state or --conflicts-in"
         )));
     }
     let mut removed_addresses = 0;
     let mut digests: BTreeSet<String> = BTreeSet::new();
-    if all || selective {
-        let chosen = if all {
-            select(store, None, &Select::default())?
-        } else {
-            select(store, pattern, selectors)?
-        };
+    if all || pattern.is_some() || filtered {
+        let chosen = select(store, pattern, selectors)?;
+        refuse_running(&registry, &chosen)?;
         for view in &chosen {
             if registry.remove_address(&view.address)? {
                 removed_addresses += 1;
@@ -157,6 +202,8 @@ pub fn clear(
             }
         }
     }
+    // Unaddressed entries go only with a plain --all.
+    let every_entry = all && !filtered;
     let still_addressed: BTreeSet<String> = registry
         .addresses()?
         .into_iter()
@@ -167,7 +214,7 @@ pub fn clear(
         .transpose()
         .map_err(CliError::usage)?;
     let report = store.clear(Clear::Matching(&|entry: &EntrySummary| {
-        let chosen = all
+        let chosen = every_entry
             || digests.contains(&entry.digest)
             || glob.as_ref().is_some_and(|g| g.matches(&entry.name));
         chosen && !still_addressed.contains(&entry.digest) && unpinned(&registry, entry)

@@ -2,19 +2,24 @@
 
 use std::process::ExitCode;
 
-/// Exit codes, one per kind of failure (documented in README.md).
+/// Exit codes, one per kind of failure (documented in README.md and `--help`): the tool's own
+/// failures use the sysexits range 64–78, so they cannot be confused with a compiler's status,
+/// which `exec` passes through unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
-    /// Any other error (I/O, internal).
-    Other = 1,
-    /// Bad command-line usage.
-    Usage = 2,
-    /// An input could not be read or parsed (MLIR, JSON, protobuf, kernel).
-    Input = 3,
-    /// The cache could not be opened or used (permissions, symlink, disk).
-    Cache = 4,
-    /// A cache conflict: the address holds another fingerprint.
-    Conflict = 5,
+    /// Bad command-line usage (EX_USAGE).
+    Usage = 64,
+    /// An input could not be parsed (MLIR, JSON, protobuf, kernel) (EX_DATAERR).
+    Input = 65,
+    /// An input file, or the compiler, does not exist or cannot be read (EX_NOINPUT).
+    NoInput = 66,
+    /// Any other error: internal, or I/O outside the cache (EX_SOFTWARE).
+    Other = 70,
+    /// The cache could not be opened or used: permissions, symlink, disk (EX_IOERR).
+    Cache = 74,
+    /// A cache conflict: the address holds, or is compiling, another fingerprint (EX_TEMPFAIL:
+    /// resolve it, then retry).
+    Conflict = 75,
 }
 
 impl Failure {
@@ -22,6 +27,18 @@ impl Failure {
         self as u8
     }
 }
+
+/// The exit-code table, for `--help`.
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0    success (`why` also exits 0 when the keys differ)
+  64   bad command-line usage
+  65   an input could not be parsed (MLIR, protobuf, JSON, kernel)
+  66   an input file or the compiler does not exist or cannot be read
+  70   other errors (internal, I/O outside the cache)
+  74   the cache could not be opened or used (permissions, symlink, disk)
+  75   a cache conflict at an address (resolve it, then rerun)
+  other  exec: the compiler's own status, unchanged (128 + signal if it was killed)";
 
 #[derive(Debug)]
 pub struct CliError {
@@ -33,6 +50,13 @@ impl CliError {
     pub fn input(error: impl Into<anyhow::Error>) -> Self {
         Self {
             kind: Failure::Input,
+            error: error.into(),
+        }
+    }
+
+    pub fn no_input(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            kind: Failure::NoInput,
             error: error.into(),
         }
     }
@@ -65,7 +89,12 @@ impl CliError {
 impl From<crate::store::StoreError> for CliError {
     fn from(e: crate::store::StoreError) -> Self {
         Self {
-            kind: Failure::Cache,
+            // A refusal (a sealed run, an immutable record) is the request's fault, not the
+            // cache's.
+            kind: match e {
+                crate::store::StoreError::Refused(_) => Failure::Usage,
+                _ => Failure::Cache,
+            },
             error: e.into(),
         }
     }

@@ -8,13 +8,14 @@ use super::error::{CliError, Failure};
 use super::input;
 use super::settings::CacheOptions;
 use crate::canon::{CanonicalModule, module_name};
+use crate::exec::compiler_check::CompilerCheck;
 use crate::exec::{AtAddress, ExecError, ExecRequest, Finished};
 use crate::key::{Computation, KeyRecord};
 use crate::mlir::{new_context, parse_module};
 use crate::store::Tiered;
 use anyhow::anyhow;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -46,6 +47,20 @@ pub struct Args {
     /// compiling anyway.
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     lock_timeout: u64,
+    /// A glob of compiler arguments that do not change the output, left out of
+    /// the key (repeatable), e.g. '--dump-dir=*' or '-v'. XLA flags JAX leaves
+    /// out of its key (--xla_dump_to…) are left out without it.
+    #[arg(
+        long = "ignore-arg",
+        value_name = "PATTERN",
+        allow_hyphen_values = true
+    )]
+    ignore_args: Vec<String>,
+    /// What stands for the compiler in the key: content (its executable, and
+    /// the script an interpreter runs), mtime, none, string:VALUE or
+    /// command:CMD (the output of a shell command).
+    #[arg(long, value_name = "CHECK", default_value = "content")]
+    compiler_check: CompilerCheck,
     #[command(flatten)]
     canon: CanonFlags,
     #[command(flatten)]
@@ -68,12 +83,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         platform_version: args.platform_version.clone(),
         custom_hook: args.custom_hook.clone(),
         lock_timeout: Duration::from_secs(args.lock_timeout),
+        ignore_args: args.ignore_args.clone(),
+        compiler_check: args.compiler_check.clone(),
     };
-    let record = key_record(&args, &request)?;
     let Some(store) = Tiered::open(&settings)? else {
         tracing::info!("caching is off (--no_cache): running the compiler");
         return Ok(exit_code(crate::exec::run_uncached(&request)?));
     };
+    let record = key_record(&args, &request, &store.local().layout().compilers_dir())?;
     let at = match args.address.address(&record.module_name)? {
         Some(address) => Some(AtAddress {
             address,
@@ -93,7 +110,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 }
 
 /// Parses and canonicalizes the module, then derives the exec key.
-fn key_record(args: &Args, request: &ExecRequest) -> Result<KeyRecord, CliError> {
+fn key_record(
+    args: &Args,
+    request: &ExecRequest,
+    digest_cache: &Path,
+) -> Result<KeyRecord, CliError> {
     let module = input::read(&args.input)?;
     let context = new_context();
     let parsed = parse_module(&context, &module.bytes, &module.name).map_err(CliError::input)?;
@@ -112,7 +133,12 @@ fn key_record(args: &Args, request: &ExecRequest) -> Result<KeyRecord, CliError>
         module: &canonical,
         record_text: true,
     };
-    Ok(crate::exec::exec_key(request, name, computation)?)
+    Ok(crate::exec::exec_key(
+        request,
+        name,
+        computation,
+        Some(digest_cache),
+    )?)
 }
 
 /// A status as a process exit code: 0 stays 0, anything else is clamped to 1–255.
@@ -128,6 +154,8 @@ impl From<ExecError> for CliError {
     fn from(e: ExecError) -> Self {
         let kind = match &e {
             ExecError::Input(_) => Failure::Input,
+            ExecError::Missing(_) => Failure::NoInput,
+            ExecError::Cache(crate::store::StoreError::Refused(_)) => Failure::Usage,
             ExecError::Cache(_) => Failure::Cache,
             ExecError::RunConflict(_) => Failure::Conflict,
             ExecError::Other(_) => Failure::Other,

@@ -26,7 +26,7 @@ pub fn read(path: &Path) -> Result<Input, CliError> {
         let name = path.display().to_string();
         let raw = std::fs::read(path)
             .with_context(|| format!("cannot read {name}"))
-            .map_err(CliError::input)?;
+            .map_err(CliError::no_input)?;
         (name, raw)
     };
     let bytes = if raw.starts_with(GZIP_MAGIC) {

@@ -21,6 +21,7 @@ impl From<crate::store::LogLevel> for Level {
             crate::store::LogLevel::Error => Level::Error,
             crate::store::LogLevel::Warning => Level::Warning,
             crate::store::LogLevel::Info => Level::Info,
+            crate::store::LogLevel::Debug => Level::Debug,
         }
     }
 }

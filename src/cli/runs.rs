@@ -41,6 +41,15 @@ pub enum Command {
         #[arg(long)]
         adopt_cache: bool,
     },
+    /// A run's outcome: counts, its conflicts grouped into address patterns, and the
+    /// commands that resolve them.
+    Status {
+        run: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Seal a run: its record never changes again (`exec --run RUN` is then refused).
+    Close { run: String },
     /// Forget runs' records, so their artefacts may be evicted.
     Prune {
         #[arg(required = true)]
@@ -118,6 +127,22 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
                     out.push('\n');
                 }
                 out
+            }
+        }
+        Command::Status { run, json } => {
+            let status = super::run_status::status(&registry, &run, &cache.as_args())?;
+            if json {
+                json_text(&status)?
+            } else {
+                super::run_status::text(&status)
+            }
+        }
+        Command::Close { run } => {
+            registry.run(&run)?.ok_or_else(|| no_run(&run))?;
+            if registry.close_run(&run, store.now())? {
+                format!("closed run {run}: its record is sealed\n")
+            } else {
+                format!("run {run} was already closed\n")
             }
         }
         Command::Export { run, file } => export(&store, &run, &file)?,

@@ -105,3 +105,11 @@ pub fn write_compiler(path: &Path, last_line: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
         .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
 }
+
+/// The tool's exit codes (sysexits), as README.md documents them.
+pub const EX_USAGE: i32 = 64;
+pub const EX_DATAERR: i32 = 65;
+pub const EX_NOINPUT: i32 = 66;
+pub const EX_SOFTWARE: i32 = 70;
+pub const EX_CACHE: i32 = 74;
+pub const EX_CONFLICT: i32 = 75;

@@ -1,13 +1,11 @@
-//! The compiler: found like the shell would, keyed by its binary's digest, run with its stderr
-//! passed through and kept.
+//! Running the compiler, with its stderr passed through and kept.
 
 use crate::error::ExecError;
 use anyhow::{Context as _, anyhow};
-use sha2::{Digest as _, Sha256};
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// What running the compiler gave.
@@ -30,39 +28,6 @@ impl Outcome {
             Outcome::Killed(signal) => 128 + signal,
         }
     }
-}
-
-/// SHA-256 of the compiler's executable, found like the shell would.
-pub fn digest(command: &OsString) -> Result<String, ExecError> {
-    let path = resolve(Path::new(command)).ok_or_else(|| {
-        ExecError::input(anyhow!("command not found: {}", command.to_string_lossy()))
-    })?;
-    let mut file = std::fs::File::open(&path)
-        .with_context(|| format!("cannot read the compiler {}", path.display()))
-        .map_err(ExecError::input)?;
-    let mut hasher = Sha256::new();
-    let mut buffer = vec![0u8; 1 << 16];
-    loop {
-        let n = file
-            .read(&mut buffer)
-            .with_context(|| format!("cannot read the compiler {}", path.display()))
-            .map_err(ExecError::input)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buffer[..n]);
-    }
-    Ok(hex::encode(hasher.finalize()))
-}
-
-fn resolve(command: &Path) -> Option<PathBuf> {
-    if command.components().count() > 1 {
-        return command.is_file().then(|| command.to_path_buf());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(command))
-        .find(|p| p.is_file())
 }
 
 /// Runs `command`, passing its stderr through while keeping a copy; on success reads `output`.

@@ -7,6 +7,9 @@ pub enum ExecError {
     /// An input could not be read or used (the compiler, an argument, the environment).
     #[error("{0:#}")]
     Input(anyhow::Error),
+    /// The compiler (or another file the command needs) does not exist or cannot be read.
+    #[error("{0:#}")]
+    Missing(anyhow::Error),
     /// The cache could not be opened or used.
     #[error(transparent)]
     Cache(#[from] StoreError),

@@ -18,6 +18,11 @@ pub fn explain_miss(store: &Store, key: &CacheKey, record: &KeyRecord) {
     let Some(nearest) = nearest.first() else {
         return;
     };
+    if nearest.key == key.to_string() {
+        // Only a remembered failure is both present and a miss: it is being retried.
+        tracing::info!("retrying the remembered failure of {key} (--retry_failed_compilation)");
+        return;
+    }
     let Ok(Some(meta)) = Digest::parse(&nearest.digest).and_then(|d| store.read_metadata(&d))
     else {
         return;

@@ -1,8 +1,11 @@
-//! The exec key: JAX's eight entries with the compiler in place of JAX's version (its binary's
-//! digest), its arguments (input and output paths as placeholders) and environment as the
-//! "compile options", so the key does not depend on where the files are.
+//! The exec key: JAX's eight entries with the compiler in place of JAX's version (see
+//! `compiler_check`), its arguments (input and output paths as placeholders) and environment as
+//! the "compile options", so the key does not depend on where the files are. XLA flags — from
+//! `XLA_FLAGS`, `LIBTPU_INIT_ARGS` and the compiler's own `--xla…` arguments — go through JAX's
+//! flag filter (entry 4), so `--xla_dump_to=DIR` and the other flags JAX leaves out do not move
+//! the key; `--ignore-arg` patterns leave other arguments out. What was left out is recorded.
 
-use crate::compiler;
+use crate::compiler_check;
 use crate::error::ExecError;
 use crate::request::ExecRequest;
 use anyhow::anyhow;
@@ -11,6 +14,7 @@ use mck_key::{
     Accelerator, CompileOptionsInput, Computation, KeyInputs, KeyRecord, Readable, compute,
 };
 use serde_json::{Value, json};
+use std::path::Path;
 
 /// Environment variables that change what XLA-family compilers produce.
 pub const DEFAULT_ENV: &[&str] = &["XLA_FLAGS", "LIBTPU_INIT_ARGS"];
@@ -19,23 +23,42 @@ pub const DEFAULT_ENV: &[&str] = &["XLA_FLAGS", "LIBTPU_INIT_ARGS"];
 const MAX_RECORDED_TEXT: usize = 8 << 20;
 
 /// The key record of compiling `computation` (the canonical module named `module_name`) as
-/// `request` says.
+/// `request` says; `digest_cache` is where compiler digests are remembered (the cache's
+/// `compilers/` directory), if anywhere.
 pub fn exec_key(
     request: &ExecRequest,
     module_name: String,
     computation: Computation<'_>,
+    digest_cache: Option<&Path>,
 ) -> Result<KeyRecord, ExecError> {
-    let compiler = request
-        .command
-        .first()
-        .ok_or_else(|| ExecError::input(anyhow!("no compiler command given")))?;
+    let compiler =
+        compiler_check::identify(&request.compiler_check, &request.command, digest_cache)?;
     let argv = placeholder_args(request)?;
+    let ignore = request
+        .ignore_args
+        .iter()
+        .map(|p| {
+            glob::Pattern::new(p).map_err(|e| ExecError::input(anyhow!("--ignore-arg {p:?}: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let (ignored, kept): (Vec<String>, Vec<String>) = argv
+        .iter()
+        .cloned()
+        .partition(|arg| ignore.iter().any(|p| p.matches(arg)));
+    // XLA flags among the arguments are keyed, filtered, by entry 4; the rest here.
+    let plain: Vec<&String> = kept.iter().filter(|a| !a.starts_with("--xla")).collect();
+    if !ignored.is_empty() {
+        tracing::info!("left out of the key (--ignore-arg): {}", ignored.join(" "));
+    }
     let mut env = serde_json::Map::new();
     for var in DEFAULT_ENV
         .iter()
         .copied()
         .chain(request.env.iter().map(String::as_str))
     {
+        if env.contains_key(var) {
+            continue;
+        }
         let value = match std::env::var_os(var) {
             None => Value::Null,
             Some(v) => Value::String(v.into_string().map_err(|_| {
@@ -44,29 +67,44 @@ pub fn exec_key(
         };
         env.insert(var.to_string(), value);
     }
-    let command_line = json!({ "argv": argv, "env": env });
     let env_text = |var: &str| env.get(var).and_then(Value::as_str).map(str::to_string);
+    let (xla_flags, libtpu_init_args) = (env_text("XLA_FLAGS"), env_text("LIBTPU_INIT_ARGS"));
+    // XLA_FLAGS and LIBTPU_INIT_ARGS are keyed, filtered, by entry 4; other variables here.
+    let hashed_env: serde_json::Map<String, Value> = env
+        .iter()
+        .filter(|(k, _)| !DEFAULT_ENV.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let command_line = json!({ "argv": plain, "env": hashed_env, "ignored_args": ignored });
     let inputs = KeyInputs {
         module_name,
-        compiler_version: format!("sha256:{}", compiler::digest(compiler)?),
+        compiler_version: compiler,
         platform: request.platform.clone(),
         platform_version: request.platform_version.clone(),
         flags: FlagSources {
-            xla_flags: env_text("XLA_FLAGS"),
-            libtpu_init_args: env_text("LIBTPU_INIT_ARGS"),
-            argv: argv.clone(),
+            xla_flags,
+            libtpu_init_args,
+            argv: kept.clone(),
             extra_prefixes: Vec::new(),
         },
         compile_options: CompileOptionsInput::Json {
             name: "the command line".into(),
             bytes: command_line.to_string().into_bytes(),
-            ignored_keys: Vec::new(),
+            ignored_keys: vec!["ignored_args".into()],
         },
         accelerator: Accelerator::default(),
         compression: "none".into(),
         custom_hook: request.custom_hook.clone(),
     };
     let mut record = compute(computation, &inputs)?;
+    if let Some(Readable::Flags { excluded, .. }) = record.entries.get(3).map(|e| &e.readable)
+        && !excluded.is_empty()
+    {
+        tracing::info!(
+            "XLA flags left out of the key (as JAX does): {}",
+            excluded.join(" ")
+        );
+    }
     if let Some(Readable::Computation { text, .. }) =
         record.entries.first_mut().map(|e| &mut e.readable)
         && text.as_ref().is_some_and(|t| t.len() > MAX_RECORDED_TEXT)

@@ -13,6 +13,7 @@
 //! No MLIR: the caller canonicalizes the module (the CLI with MLIR 22, Python with jaxlib's).
 
 pub mod compiler;
+pub mod compiler_check;
 mod error;
 mod explain;
 mod key;

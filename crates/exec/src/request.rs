@@ -1,5 +1,6 @@
 //! What one compilation through the cache is.
 
+use crate::compiler_check::CompilerCheck;
 use mck_store::Address;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -23,6 +24,11 @@ pub struct ExecRequest {
     pub custom_hook: String,
     /// How long to wait for another process compiling the same key before compiling anyway.
     pub lock_timeout: Duration,
+    /// Glob patterns of arguments that do not change the output (dump directories,
+    /// verbosity): left out of the key, and recorded as left out.
+    pub ignore_args: Vec<String>,
+    /// What stands for the compiler in the key.
+    pub compiler_check: CompilerCheck,
 }
 
 /// Where a compilation's result is recorded, within which run.

@@ -56,11 +56,15 @@ pub fn run(
         Served::Fresh(Compiled::Abandoned(_)) => compiler_status,
         served => replay(served, request)?,
     };
-    if let Some(site) = site.as_mut()
-        && let Some(state) = served.state()
-        && let Some(conflict) = site.commit(&key, &ingredients, state)?
-    {
-        return Ok(Finished::Conflict(conflict));
+    if let Some(site) = site.as_mut() {
+        match served.state() {
+            Some(state) => {
+                if let Some(conflict) = site.commit(&key, &ingredients, state)? {
+                    return Ok(Finished::Conflict(conflict));
+                }
+            }
+            None => site.abandon(),
+        }
     }
     Ok(Finished::Status { code, served })
 }

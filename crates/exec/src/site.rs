@@ -4,7 +4,7 @@
 use crate::error::ExecError;
 use crate::request::AtAddress;
 use mck_key::KeyRecord;
-use mck_store::{AddressClaim, AddressEntry, CacheKey, Registry, RunEntry, Store};
+use mck_store::{AddressClaim, AddressEntry, CacheKey, Registry, RunEntry, RunningEntry, Store};
 use serde_json::Value;
 use std::fmt;
 
@@ -69,7 +69,8 @@ pub(crate) struct Site {
 
 impl Site {
     /// Compares the address (and this run's earlier visits) with `key` before anything is
-    /// compiled; `Err(report)` on a conflict (recorded in the run).
+    /// compiled, marking the address `running` when this run compiles there; `Err(report)` on
+    /// a conflict (recorded in the run).
     pub(crate) fn check(
         store: &Store,
         at: AtAddress,
@@ -81,16 +82,26 @@ impl Site {
             at,
             record: record.clone(),
         };
-        match site
-            .registry
-            .claim(&site.at.address, &key.to_string(), &site.at.run)?
-        {
+        let claim = site.registry.begin(
+            &site.at.address,
+            &key.to_string(),
+            &site.at.run,
+            site.at.overwrite_conflicts,
+            now_ms(),
+        )?;
+        match claim {
             AddressClaim::RunConflict { earlier_key } => Err(site.run_conflict(&earlier_key, key)),
             AddressClaim::Conflict(existing) if !site.at.overwrite_conflicts => {
                 let mut entry = site.line(key, "conflict");
                 entry.conflict_with = Some(existing.key.clone());
                 site.registry.record_conflict(&site.at.run, &entry)?;
                 Ok(Err(site.conflict(&existing, key)))
+            }
+            AddressClaim::Running(holder) => {
+                let mut entry = site.line(key, "conflict");
+                entry.conflict_with = Some(holder.key.clone());
+                site.registry.record_conflict(&site.at.run, &entry)?;
+                Ok(Err(site.running_conflict(&holder, key)))
             }
             _ => Ok(Ok(site)),
         }
@@ -126,6 +137,7 @@ impl Site {
             AddressClaim::Conflict(existing) if !self.at.overwrite_conflicts => {
                 Ok(Some(self.conflict(&existing, key)))
             }
+            AddressClaim::Running(holder) => Ok(Some(self.running_conflict(&holder, key))),
             AddressClaim::Conflict(existing) => {
                 tracing::warn!(
                     "overwrote the cache conflict at {}: {} → {key} (run {})",
@@ -136,6 +148,28 @@ impl Site {
                 Ok(None)
             }
             _ => Ok(None),
+        }
+    }
+
+    /// Clears the `running` mark when the compile produced nothing to record.
+    pub(crate) fn abandon(&self) {
+        if let Err(e) = self.registry.abandon(&self.at.address) {
+            tracing::warn!("cannot clear the running mark at {}: {e}", self.at.address);
+        }
+    }
+
+    fn running_conflict(&self, holder: &RunningEntry, key: &CacheKey) -> ConflictReport {
+        ConflictReport {
+            address: self.at.address.to_string(),
+            run: self.at.run.clone(),
+            cached_key: holder.key.clone(),
+            cached_run: holder.run.clone(),
+            new_key: key.to_string(),
+            what_moved: Some(format!(
+                "{holder} right now (started {} ms ago); wait for it, or use another address",
+                now_ms() - holder.started_ms
+            )),
+            cache_args: self.at.cache_args.clone(),
         }
     }
 

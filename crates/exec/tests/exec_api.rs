@@ -62,12 +62,20 @@ impl Setup {
             platform_version: String::new(),
             custom_hook: String::new(),
             lock_timeout: Duration::from_secs(30),
+            ignore_args: Vec::new(),
+            compiler_check: Default::default(),
         }
     }
 
     /// Keys `request` for the canonical bytes `module` and runs it through the cache.
     fn exec(&self, request: &ExecRequest, module: &[u8], at: Option<AtAddress>) -> Finished {
-        let record = exec_key(request, "jit_f".into(), Computation::Bytes(module)).unwrap();
+        let record = exec_key(
+            request,
+            "jit_f".into(),
+            Computation::Bytes(module),
+            Some(&self.path("compilers")),
+        )
+        .unwrap();
         run(&self.store, request, &record, at).unwrap()
     }
 }

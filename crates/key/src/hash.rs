@@ -199,9 +199,29 @@ fn compile_options_entry(
                 text: Vec::new(),
                 changes: ignored_keys
                     .iter()
-                    .map(|k| format!("ignored key {k}"))
+                    .map(|k| match ignored_value(bytes, k) {
+                        Some(value) => format!("ignored key {k}: {value}"),
+                        None => format!("ignored key {k}"),
+                    })
                     .collect(),
             }
         }
     })
+}
+
+/// The value at dotted `path` of JSON `bytes`, compact and bounded, for the record: what was
+/// left out of the key is shown, not hashed.
+fn ignored_value(bytes: &[u8], path: &str) -> Option<String> {
+    let root: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let value = path.split('.').try_fold(&root, |v, part| v.get(part))?;
+    let mut text = value.to_string();
+    if text.len() > 500 {
+        let cut = (0..=500)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        text.truncate(cut);
+        text.push('…');
+    }
+    Some(text)
 }

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
 use super::atomic;
 use super::clock::{Clock, SystemClock, UnixMillis, ms_to_system_time};
@@ -128,7 +128,7 @@ impl Store {
         &self.layout
     }
 
-    pub(super) fn now(&self) -> UnixMillis {
+    pub fn now(&self) -> UnixMillis {
         self.clock.now_ms()
     }
 
@@ -202,13 +202,16 @@ impl Store {
         match (meta.state, meta.failure.clone()) {
             (EntryState::Failed, Some(failure)) => {
                 if self.settings.retry_failed_compilation {
-                    info!(
-                        "Ignoring the cached failed compilation at {} (retry_failed_compilation)",
-                        path.display()
-                    );
-                    self.index_best_effort("record a miss", |ix| {
-                        ix.record_miss(digest.as_str(), false, false)
-                    });
+                    // Counted and logged once: the recheck under the lock sees it again.
+                    if first_look {
+                        info!(
+                            "Ignoring the cached failed compilation at {} (retry_failed_compilation)",
+                            path.display()
+                        );
+                        self.index_best_effort("record a miss", |ix| {
+                            ix.record_miss(digest.as_str(), false, false)
+                        });
+                    }
                     return Ok(Lookup::Miss);
                 }
                 info!("Got a cached failed compilation at {}", path.display());
@@ -342,8 +345,8 @@ impl Store {
             ms_to_system_time(now),
             self.settings.fsync,
         )?;
-        debug!(
-            "Stored {} entry {key} at {}",
+        info!(
+            "Stored the {} entry {key} at {}",
             meta.state.as_str(),
             path.display()
         );

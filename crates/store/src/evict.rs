@@ -79,7 +79,7 @@ impl Store {
             }
         }
         if report.evicted > 0 {
-            debug!(
+            info!(
                 "Evicted {} entries ({} bytes) from {}",
                 report.evicted,
                 report.freed_bytes,

@@ -286,7 +286,7 @@ impl Index {
         }
         let populated = meta("populated")?.as_deref() == Some("1");
         let registry = path.with_file_name(super::registry::REGISTRY_FILE);
-        let pins = registry.is_file();
+        let pins = registry.is_file() && super::registry::Registry::open(&registry).is_ok();
         if pins {
             conn.execute(
                 "ATTACH DATABASE ?1 AS registry",
@@ -459,7 +459,7 @@ impl Index {
         let victims: Vec<(String, u64)> = {
             let mut stmt = tx.prepare_cached(if self.pins {
                 "SELECT digest, size FROM entries WHERE last_used < ?1 AND digest <> ?2 \
-                 AND NOT EXISTS (SELECT 1 FROM registry.run_entries r \
+                 AND NOT EXISTS (SELECT 1 FROM registry.run_lines r \
                    WHERE r.digest = entries.digest AND r.state <> 'conflict') \
                  ORDER BY last_used, digest LIMIT ?3"
             } else {

@@ -106,11 +106,17 @@ impl Layout {
     pub fn remote_state_path(&self) -> PathBuf {
         self.base.join(super::remote::STATE_FILE)
     }
-    /// The lock that serialises creating or repairing the index.
+    /// Addresses and run records.
     pub fn registry_path(&self) -> PathBuf {
         self.base.join(super::registry::REGISTRY_FILE)
     }
+    /// Remembered compiler digests (by the compiler file's state), so `exec` does not re-read
+    /// a large compiler on every call.
+    pub fn compilers_dir(&self) -> PathBuf {
+        self.base.join("compilers")
+    }
 
+    /// The lock that serialises creating or repairing the index.
     pub fn index_lock_path(&self) -> PathBuf {
         self.locks.join("index.lock")
     }

@@ -58,7 +58,9 @@ pub use layout::Layout;
 pub use lock::{CompileGuard, CompileLock};
 pub use manage::{Clear, ClearReport, EntrySummary, GcReport, Stats};
 pub use rebuild::RebuildReport;
-pub use registry::{AddressClaim, AddressEntry, REGISTRY_FILE, Registry, RunEntry, RunSummary};
+pub use registry::{
+    AddressClaim, AddressEntry, REGISTRY_FILE, Registry, RunEntry, RunSummary, RunningEntry,
+};
 pub use settings::{
     DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_TTL_DAYS, FLAGS_VAR, LogLevel, Settings,
     SettingsOverrides, parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days,

@@ -1,5 +1,7 @@
-//! The registry: which fingerprint (key) each address holds, and an
-//! immutable record of what every run used at each address.
+//! The registry: which fingerprint (key) each address holds, which addresses
+//! are being compiled right now (and by whom), and an append-only record of
+//! what every run used at each address. A run closed with `runs close` is
+//! sealed: nothing is ever added to its record again.
 //!
 //! Unlike the index (a disposable cache of the entry files), the registry is
 //! the only copy of this information, so it lives in its own durable SQLite
@@ -20,6 +22,9 @@ use super::index::{BUSY_TIMEOUT, retry_busy};
 /// File name of the registry inside the layout directory.
 pub const REGISTRY_FILE: &str = "registry.sqlite";
 
+/// `PRAGMA user_version` of the current layout (0: the first, with `run_entries`).
+const SCHEMA_VERSION: i64 = 1;
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS addresses(
     address TEXT PRIMARY KEY,
@@ -31,18 +36,40 @@ CREATE TABLE IF NOT EXISTS addresses(
     updated_ms INTEGER NOT NULL,
     record TEXT NOT NULL
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS runs(run TEXT PRIMARY KEY, created_ms INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS run_entries(
+CREATE TABLE IF NOT EXISTS runs(
+    run TEXT PRIMARY KEY,
+    created_ms INTEGER NOT NULL,
+    sealed_ms INTEGER
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS run_lines(
+    id INTEGER PRIMARY KEY,
     run TEXT NOT NULL,
     address TEXT NOT NULL,
     key TEXT NOT NULL,
     digest TEXT NOT NULL,
     state TEXT NOT NULL,
     time_ms INTEGER NOT NULL,
-    conflict_with TEXT,
-    PRIMARY KEY(run, address)
+    conflict_with TEXT
+);
+CREATE INDEX IF NOT EXISTS run_lines_by_run ON run_lines(run, address);
+CREATE INDEX IF NOT EXISTS run_lines_by_digest ON run_lines(digest);
+CREATE TABLE IF NOT EXISTS running(
+    address TEXT PRIMARY KEY,
+    run TEXT NOT NULL,
+    key TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    started_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS run_entries_by_digest ON run_entries(digest);
+";
+
+/// From the first layout: one mutable line per (run, address) becomes an append-only log.
+const MIGRATE_FROM_0: &str = "
+ALTER TABLE runs ADD COLUMN sealed_ms INTEGER;
+INSERT INTO run_lines(run, address, key, digest, state, time_ms, conflict_with)
+    SELECT run, address, key, digest, state, time_ms, conflict_with FROM run_entries
+    ORDER BY time_ms, address;
+DROP TABLE run_entries;
 ";
 
 /// The columns `row_to_address` reads.
@@ -86,12 +113,36 @@ pub struct RunSummary {
     pub entries: u64,
     pub failed: u64,
     pub conflicts: u64,
+    /// When `runs close` sealed it.
+    pub sealed_ms: Option<UnixMillis>,
+}
+
+/// A compile in progress at an address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunningEntry {
+    pub address: String,
+    pub run: String,
+    pub key: String,
+    pub host: String,
+    pub pid: u32,
+    pub started_ms: UnixMillis,
+}
+
+impl std::fmt::Display for RunningEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "run {} (pid {} on {}) is compiling {} at {}",
+            self.run, self.pid, self.host, self.key, self.address
+        )
+    }
 }
 
 /// What an address says about a new fingerprint.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AddressClaim {
-    /// Nothing is recorded at the address.
+    /// Nothing is recorded at the address, or only a failed result (which the next run
+    /// simply computes again: a failure is never a conflict).
     Free,
     /// The address holds this very fingerprint.
     Same,
@@ -99,6 +150,8 @@ pub enum AddressClaim {
     Conflict(Box<AddressEntry>),
     /// This run already reached the address with another fingerprint.
     RunConflict { earlier_key: String },
+    /// A live process of another run is compiling another fingerprint at the address.
+    Running(Box<RunningEntry>),
 }
 
 pub struct Registry {
@@ -117,7 +170,7 @@ impl Registry {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(error("open"))?;
         retry_busy(|| conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)))
             .map_err(error("open"))?;
-        retry_busy(|| conn.execute_batch(SCHEMA)).map_err(error("create"))?;
+        migrate(&conn).map_err(error("create"))?;
         Ok(Registry {
             conn,
             path: path.to_owned(),
@@ -132,16 +185,44 @@ impl Registry {
         }
     }
 
-    /// Compares `key` with what the address (and this run) recorded.
-    pub fn claim(&self, address: &Address, key: &str, run: &str) -> Result<AddressClaim> {
-        decide(&self.conn, &address.to_string(), key, run).map_err(self.error("read an address"))
+    /// Compares `key` with what the address (and this run) recorded, before compiling; when
+    /// this run is to compile there (a free address, its own fingerprint, or an overwrite),
+    /// marks the address `running` by this process until [`Registry::commit`] or
+    /// [`Registry::abandon`].
+    pub fn begin(
+        &self,
+        address: &Address,
+        key: &str,
+        run: &str,
+        overwrite: bool,
+        now: UnixMillis,
+    ) -> Result<AddressClaim> {
+        self.immediately("read an address", |conn| {
+            refuse_sealed(conn, run)?;
+            let address = address.to_string();
+            let claim = decide(conn, &address, key, run)?;
+            let compiles = match &claim {
+                AddressClaim::Free | AddressClaim::Same => true,
+                AddressClaim::Conflict(_) => overwrite,
+                AddressClaim::RunConflict { .. } | AddressClaim::Running(_) => false,
+            };
+            if compiles {
+                let (host, pid) = this_process();
+                conn.execute(
+                    "INSERT OR REPLACE INTO running(address, run, key, host, pid, started_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![address, run, key, host, pid, now],
+                )?;
+            }
+            Ok(claim)
+        })
     }
 
     /// Records what this run did at `address`, deciding again under the
     /// registry's write lock (another run may have set the address since
-    /// [`Registry::claim`]): sets the address unless it now holds another
-    /// fingerprint and `overwrite` is off, and appends the run's line. A
-    /// run's line, once written, never changes.
+    /// [`Registry::begin`]): sets the address unless it now holds another
+    /// fingerprint and `overwrite` is off, appends the run's line (lines are
+    /// never changed), and clears this process's `running` mark.
     pub fn commit(
         &self,
         address: &Address,
@@ -151,7 +232,10 @@ impl Registry {
         overwrite: bool,
     ) -> Result<AddressClaim> {
         self.immediately("record a run", |conn| {
-            let claim = decide(conn, &address.to_string(), &entry.key, run)?;
+            refuse_sealed(conn, run)?;
+            let text = address.to_string();
+            clear_own_mark(conn, &text)?;
+            let claim = decide(conn, &text, &entry.key, run)?;
             if matches!(claim, AddressClaim::RunConflict { .. }) {
                 return Ok(claim);
             }
@@ -159,19 +243,66 @@ impl Registry {
                 "INSERT OR IGNORE INTO runs(run, created_ms) VALUES (?1, ?2)",
                 params![run, entry.time_ms],
             )?;
-            if matches!(claim, AddressClaim::Conflict(_)) && !overwrite {
+            let blocked = match &claim {
+                AddressClaim::Conflict(c) if !overwrite => Some(c.key.clone()),
+                AddressClaim::Running(r) => Some(r.key.clone()),
+                _ => None,
+            };
+            if let Some(held) = blocked {
                 let mut line = entry.clone();
                 line.state = "conflict".into();
-                if let AddressClaim::Conflict(c) = &claim {
-                    line.conflict_with = Some(c.key.clone());
-                }
-                insert_run_entry(conn, run, &line)?;
+                line.conflict_with = Some(held);
+                insert_run_line(conn, run, &line)?;
                 return Ok(claim);
             }
             upsert_address(conn, address, entry, run, record)?;
-            insert_run_entry(conn, run, entry)?;
+            insert_run_line(conn, run, entry)?;
             Ok(claim)
         })
+    }
+
+    /// Clears this process's `running` mark at `address` (the compile produced nothing).
+    pub fn abandon(&self, address: &Address) -> Result<()> {
+        self.immediately("clear a running mark", |conn| {
+            clear_own_mark(conn, &address.to_string())
+        })
+    }
+
+    /// The live compiles in progress, by address (marks of dead processes are dropped).
+    pub fn running(&self) -> Result<Vec<RunningEntry>> {
+        let rows: Vec<RunningEntry> = {
+            let mut stmt = self
+                .conn
+                .prepare(&format!("{SELECT_RUNNING} ORDER BY address"))
+                .map_err(self.error("list running compiles"))?;
+            let rows = stmt
+                .query_map([], row_to_running)
+                .map_err(self.error("list running compiles"))?;
+            rows.collect::<rusqlite::Result<_>>()
+                .map_err(self.error("list running compiles"))?
+        };
+        Ok(rows.into_iter().filter(is_alive).collect())
+    }
+
+    /// Seals a run: its record never changes again (`exec --run` on it is refused).
+    pub fn close_run(&self, run: &str, now: UnixMillis) -> Result<bool> {
+        self.immediately("close a run", |conn| {
+            Ok(conn.execute(
+                "UPDATE runs SET sealed_ms = ?2 WHERE run = ?1 AND sealed_ms IS NULL",
+                params![run, now],
+            )? > 0)
+        })
+    }
+
+    /// When the run was sealed, if it was; `Ok(None)` also for an unknown run.
+    pub fn sealed_at(&self, run: &str) -> Result<Option<UnixMillis>> {
+        self.conn
+            .query_row("SELECT sealed_ms FROM runs WHERE run = ?1", [run], |r| {
+                r.get::<_, Option<i64>>(0)
+            })
+            .optional()
+            .map(Option::flatten)
+            .map_err(self.error("read a run"))
     }
 
     /// Appends a conflict line to the run's record (the address is left as is).
@@ -181,7 +312,8 @@ impl Registry {
                 "INSERT OR IGNORE INTO runs(run, created_ms) VALUES (?1, ?2)",
                 params![run, entry.time_ms],
             )?;
-            insert_run_entry(conn, run, entry).map(|_| ())
+            refuse_sealed(conn, run)?;
+            insert_run_line(conn, run, entry).map(|_| ())
         })
     }
 
@@ -199,6 +331,11 @@ impl Registry {
             }
             Err(e) => {
                 let _ = self.conn.execute_batch("ROLLBACK");
+                if let rusqlite::Error::ToSqlConversionFailure(inner) = &e
+                    && let Some(sealed) = inner.downcast_ref::<SealedRun>()
+                {
+                    return Err(StoreError::Refused(sealed.to_string()));
+                }
                 Err(self.error(op)(e))
             }
         }
@@ -255,8 +392,8 @@ impl Registry {
             .prepare(
                 "SELECT r.run, r.created_ms, count(e.address),
                         count(CASE e.state WHEN 'failed' THEN 1 END),
-                        count(CASE e.state WHEN 'conflict' THEN 1 END)
-                 FROM runs r LEFT JOIN run_entries e ON e.run = r.run
+                        count(CASE e.state WHEN 'conflict' THEN 1 END), r.sealed_ms
+                 FROM runs r LEFT JOIN run_lines e ON e.run = r.run
                  GROUP BY r.run ORDER BY r.created_ms, r.run",
             )
             .map_err(self.error("list runs"))?;
@@ -268,6 +405,7 @@ impl Registry {
                     entries: r.get::<_, i64>(2)?.max(0) as u64,
                     failed: r.get::<_, i64>(3)?.max(0) as u64,
                     conflicts: r.get::<_, i64>(4)?.max(0) as u64,
+                    sealed_ms: r.get(5)?,
                 })
             })
             .map_err(self.error("list runs"))?;
@@ -288,8 +426,8 @@ impl Registry {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT address, key, digest, state, time_ms, conflict_with FROM run_entries
-                 WHERE run = ?1 ORDER BY time_ms, address",
+                "SELECT address, key, digest, state, time_ms, conflict_with FROM run_lines
+                 WHERE run = ?1 ORDER BY id",
             )
             .map_err(self.error("read a run"))?;
         let rows = stmt
@@ -331,7 +469,7 @@ impl Registry {
                 params![run, created_ms],
             )?;
             for entry in entries {
-                insert_run_entry(conn, run, entry)?;
+                insert_run_line(conn, run, entry)?;
             }
             Ok(())
         })
@@ -340,7 +478,7 @@ impl Registry {
     /// Forgets a run's record (its artefacts may then be evicted).
     pub fn prune_run(&self, run: &str) -> Result<bool> {
         self.immediately("prune a run", |conn| {
-            conn.execute("DELETE FROM run_entries WHERE run = ?1", [run])?;
+            conn.execute("DELETE FROM run_lines WHERE run = ?1", [run])?;
             Ok(conn.execute("DELETE FROM runs WHERE run = ?1", [run])? > 0)
         })
     }
@@ -349,7 +487,7 @@ impl Registry {
     pub fn is_pinned(&self, digest: &str) -> Result<bool> {
         self.conn
             .query_row(
-                "SELECT 1 FROM run_entries WHERE digest = ?1 AND state <> 'conflict' LIMIT 1",
+                "SELECT 1 FROM run_lines WHERE digest = ?1 AND state <> 'conflict' LIMIT 1",
                 [digest],
                 |_| Ok(()),
             )
@@ -359,7 +497,8 @@ impl Registry {
     }
 }
 
-/// What `key` meets at `address`: this run's earlier visit, then the address.
+/// What `key` meets at `address`: this run's earlier visit, a live compile of another
+/// fingerprint, then the address (a failed result there is no conflict).
 fn decide(
     conn: &Connection,
     address: &str,
@@ -368,13 +507,24 @@ fn decide(
 ) -> rusqlite::Result<AddressClaim> {
     let earlier: Option<String> = conn
         .query_row(
-            "SELECT key FROM run_entries WHERE run = ?1 AND address = ?2 AND state <> 'conflict'",
+            "SELECT key FROM run_lines WHERE run = ?1 AND address = ?2 AND state <> 'conflict'
+             ORDER BY id DESC LIMIT 1",
             params![run, address],
             |r| r.get(0),
         )
         .optional()?;
     if let Some(earlier_key) = earlier.filter(|k| k != key) {
         return Ok(AddressClaim::RunConflict { earlier_key });
+    }
+    let running = conn
+        .query_row(
+            &format!("{SELECT_RUNNING} WHERE address = ?1"),
+            [address],
+            row_to_running,
+        )
+        .optional()?;
+    if let Some(holder) = running.filter(|h| h.key != key && is_alive(h)) {
+        return Ok(AddressClaim::Running(Box::new(holder)));
     }
     let current = conn
         .query_row(
@@ -386,7 +536,121 @@ fn decide(
     Ok(match current {
         None => AddressClaim::Free,
         Some(c) if c.key == key => AddressClaim::Same,
+        Some(c) if c.state != "ok" => AddressClaim::Free,
         Some(c) => AddressClaim::Conflict(Box::new(c)),
+    })
+}
+
+/// Creates the tables, or brings an older registry up to date, in one transaction.
+fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version >= SCHEMA_VERSION {
+        return Ok(());
+    }
+    retry_busy(|| conn.execute_batch("BEGIN IMMEDIATE"))?;
+    let result = (|| {
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version >= SCHEMA_VERSION {
+            return Ok(());
+        }
+        let old: bool = conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'run_entries'",
+            [],
+            |r| r.get::<_, i64>(0).map(|n| n > 0),
+        )?;
+        conn.execute_batch(SCHEMA)?;
+        if old {
+            conn.execute_batch(MIGRATE_FROM_0)?;
+        }
+        conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))
+    })();
+    match result {
+        Ok(()) => conn.execute_batch("COMMIT"),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+/// A sealed run's record never changes: refuse, naming when it was closed.
+fn refuse_sealed(conn: &Connection, run: &str) -> rusqlite::Result<()> {
+    let sealed: Option<i64> = conn
+        .query_row("SELECT sealed_ms FROM runs WHERE run = ?1", [run], |r| {
+            r.get(0)
+        })
+        .optional()?
+        .flatten();
+    match sealed {
+        None => Ok(()),
+        Some(_) => Err(rusqlite::Error::ToSqlConversionFailure(Box::new(
+            SealedRun(run.to_string()),
+        ))),
+    }
+}
+
+/// The error [`refuse_sealed`] carries through rusqlite's error type.
+#[derive(Debug)]
+pub struct SealedRun(pub String);
+
+impl std::fmt::Display for SealedRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "run {} is closed (`runs close`): its record never changes; use another --run",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for SealedRun {}
+
+fn clear_own_mark(conn: &Connection, address: &str) -> rusqlite::Result<()> {
+    let (host, pid) = this_process();
+    conn.execute(
+        "DELETE FROM running WHERE address = ?1 AND host = ?2 AND pid = ?3",
+        params![address, host, pid],
+    )
+    .map(|_| ())
+}
+
+/// This host's name and this process's id, which identify a `running` mark.
+fn this_process() -> (String, u32) {
+    let host = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    (host, std::process::id())
+}
+
+/// Whether the process holding a `running` mark still runs. Marks of another host cannot be
+/// checked here and count as alive for a day.
+fn is_alive(holder: &RunningEntry) -> bool {
+    let (host, _) = this_process();
+    if holder.host != host {
+        let age = super::clock::Clock::now_ms(&super::clock::SystemClock) - holder.started_ms;
+        return age < 24 * 3_600_000;
+    }
+    let Some(pid) = rustix::process::Pid::from_raw(holder.pid as i32) else {
+        return false;
+    };
+    match rustix::process::test_kill_process(pid) {
+        Ok(()) => true,
+        Err(e) => e == rustix::io::Errno::PERM,
+    }
+}
+
+/// The columns `row_to_running` reads.
+const SELECT_RUNNING: &str = "SELECT address, run, key, host, pid, started_ms FROM running";
+
+fn row_to_running(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunningEntry> {
+    Ok(RunningEntry {
+        address: r.get(0)?,
+        run: r.get(1)?,
+        key: r.get(2)?,
+        host: r.get(3)?,
+        pid: r.get(4)?,
+        started_ms: r.get(5)?,
     })
 }
 
@@ -416,17 +680,14 @@ fn upsert_address(
     )
 }
 
-fn insert_run_entry(conn: &Connection, run: &str, entry: &RunEntry) -> rusqlite::Result<usize> {
-    // A run reaching the same address with the same key again changes
-    // nothing (a different key was refused by `commit`); only a conflict line,
-    // which the run may later resolve with --overwrite-cache-conflicts, is
-    // replaced.
+/// Appends a line to the run's record; the same line twice (a run revisiting an address with
+/// the same fingerprint) is written once. Lines are never changed.
+fn insert_run_line(conn: &Connection, run: &str, entry: &RunEntry) -> rusqlite::Result<usize> {
     conn.execute(
-        "INSERT INTO run_entries(run, address, key, digest, state, time_ms, conflict_with)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-         ON CONFLICT(run, address) DO UPDATE SET key = excluded.key, digest = excluded.digest,
-           state = excluded.state, time_ms = excluded.time_ms, conflict_with = excluded.conflict_with
-         WHERE run_entries.state = 'conflict'",
+        "INSERT INTO run_lines(run, address, key, digest, state, time_ms, conflict_with)
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
+         WHERE NOT EXISTS (SELECT 1 FROM run_lines WHERE run = ?1 AND address = ?2
+                           AND key = ?3 AND state = ?5)",
         params![
             run,
             entry.address,

@@ -56,6 +56,7 @@ pub enum LogLevel {
     Error,
     Warning,
     Info,
+    Debug,
 }
 
 impl LogLevel {
@@ -64,6 +65,7 @@ impl LogLevel {
         match self {
             LogLevel::Error => tracing::Level::ERROR,
             LogLevel::Warning => tracing::Level::WARN,
+            LogLevel::Debug => tracing::Level::DEBUG,
             LogLevel::Info => tracing::Level::INFO,
         }
     }
@@ -399,13 +401,17 @@ pub fn parse_seconds(text: &str, zero_ok: bool) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Parses `WARNING`, `INFO` or `ERROR` (any case).
+/// Parses `ERROR`, `WARNING` (or `WARN`), `INFO` or `DEBUG`, in any case: the same words the
+/// command line's `--log-level` takes.
 pub fn parse_log_level(text: &str) -> Result<LogLevel, String> {
     match text.trim().to_ascii_uppercase().as_str() {
-        "WARNING" => Ok(LogLevel::Warning),
+        "WARNING" | "WARN" => Ok(LogLevel::Warning),
         "INFO" => Ok(LogLevel::Info),
         "ERROR" => Ok(LogLevel::Error),
-        _ => Err(format!("expected WARNING, INFO or ERROR, got {text:?}")),
+        "DEBUG" => Ok(LogLevel::Debug),
+        _ => Err(format!(
+            "expected ERROR, WARNING, INFO or DEBUG, got {text:?}"
+        )),
     }
 }
 
