@@ -34,6 +34,9 @@ pub struct Report {
 pub struct CanonicalModule<'c> {
     module: Module<'c>,
     report: Report,
+    /// Locations were kept (`keep_locations`): they are part of the canonical
+    /// bytes, so the text shows them too.
+    locations: bool,
 }
 
 impl<'c> CanonicalModule<'c> {
@@ -47,7 +50,11 @@ impl<'c> CanonicalModule<'c> {
         // SAFETY: the module outlives the handle used during this call.
         let op = unsafe { OpRef::from_raw(module.as_operation().to_raw()) };
         let report = canonicalize_in_place(op, options)?;
-        Ok(Self { module, report })
+        Ok(Self {
+            module,
+            report,
+            locations: options.keep_locations,
+        })
     }
 
     pub fn report(&self) -> &Report {
@@ -77,9 +84,11 @@ impl<'c> CanonicalModule<'c> {
     }
 
     /// The canonical module as MLIR text (generic form for every op, so it
-    /// reads back the same in any MLIR).
+    /// reads back the same in any MLIR). When locations were kept they are in
+    /// the canonical bytes, so the text prints them too, inline after each
+    /// operation and block argument; otherwise it is location-free.
     pub fn text(&self) -> String {
-        mlir::ops::print_operation(self.module.as_operation(), true)
+        mlir::ops::print_operation(self.module.as_operation(), true, self.locations)
     }
 }
 

@@ -11,3 +11,8 @@
 // INBODY: #0     mosaic    0       MLIR24.0.0git         1073  stripped (container)
 
 // NONE: no embedded kernels
+//
+// Wrong outputs this test rejects (scripts/lit-mutants.sh):
+// MUTANT: mlir-cache-key add-flag --kernels=keep
+// MUTANT: mlir-cache-key sub1 'operation #2' 'operation #3'
+// MUTANT: mlir-cache-key sub1 'stripped \(container\)' 'left as is'

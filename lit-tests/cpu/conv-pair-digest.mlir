@@ -6,3 +6,7 @@
 
 // CHECK: cache_key.digest = "[[DIGEST:[0-9a-f]+]]"
 // CHECK: cache_key.digest = "[[DIGEST]]"
+//
+// Wrong outputs this test rejects (scripts/lit-mutants.sh):
+// MUTANT: mlir-opt digest-fresh
+// MUTANT: mlir-opt add-option keep-locations=true

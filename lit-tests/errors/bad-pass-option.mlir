@@ -7,3 +7,7 @@
 // UNKNOWN: no such option no-such-option
 module {
 }
+//
+// Wrong outputs this test rejects (scripts/lit-mutants.sh):
+// MUTANT: mlir-opt drop-option kernels
+// MUTANT: mlir-opt drop-option no-such-option

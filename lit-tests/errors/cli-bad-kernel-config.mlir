@@ -11,3 +11,7 @@
     "func.return"() : () -> ()
   }) : () -> ()
 }) : () -> ()
+//
+// Wrong outputs this test rejects (scripts/lit-mutants.sh):
+// MUTANT: mlir-cache-key exit 0
+// MUTANT: mlir-cache-key sub1 'operation #3' 'operation #4'

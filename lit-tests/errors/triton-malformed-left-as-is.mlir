@@ -15,7 +15,7 @@
 // -----
 
 // CHECK-LABEL: func.func @text_ir
-// CHECK: ir = "tt.func @k() { tt.return }"
+// CHECK: {mhlo.backend_config = {ir = "tt.func @k() { tt.return }", name = "k"}}
 "builtin.module"() ({
   "func.func"() <{function_type = () -> (), sym_name = "text_ir"}> ({
     "stablehlo.custom_call"() <{backend_config = "", call_target_name = "__gpu$xla.gpu.triton"}> {mhlo.backend_config = {ir = "tt.func @k() { tt.return }", name = "k"}} : () -> ()
@@ -26,10 +26,15 @@
 // -----
 
 // CHECK-LABEL: func.func @truncated
-// CHECK: ir = "ML\EFR\0DMLIR24"
+// CHECK: {mhlo.backend_config = {ir = "ML\EFR\0DMLIR24", name = "k"}}
 "builtin.module"() ({
   "func.func"() <{function_type = () -> (), sym_name = "truncated"}> ({
     "stablehlo.custom_call"() <{backend_config = "", call_target_name = "__gpu$xla.gpu.triton"}> {mhlo.backend_config = {ir = "ML\EFR\0DMLIR24", name = "k"}} : () -> ()
     "func.return"() : () -> ()
   }) : () -> ()
 }) : () -> ()
+//
+// Wrong outputs this test rejects (scripts/lit-mutants.sh):
+// MUTANT: mlir-opt exit 1
+// MUTANT: mlir-opt sub1 'ir = "tt.func @k\(\) \{ tt.return \}"' 'ir = ""'
+// MUTANT: mlir-opt sub1 '\{ir = "ML\\EFR\\0DMLIR24", name = "k"\}' '{ir = "ML\\EFR\\0DMLIR24"}'

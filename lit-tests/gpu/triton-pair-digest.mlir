@@ -7,3 +7,7 @@
 
 // CHECK: cache_key.digest = "[[DIGEST:[0-9a-f]+]]"
 // CHECK: cache_key.digest = "[[DIGEST]]"
+//
+// Wrong outputs this test rejects (scripts/lit-mutants.sh):
+// MUTANT: mlir-opt digest-fresh
+// MUTANT: mlir-opt add-option kernels=keep

@@ -9,3 +9,7 @@
 "builtin.module"() <{sym_name = "small"}> ({
   "test.op"() : () -> () loc("here.py":1:2)
 }) : () -> ()
+//
+// Wrong outputs this test rejects (scripts/lit-mutants.sh):
+// MUTANT: mlir-opt replace-pass cache-key-digest cache-key-canonicalize,cache-key-digest
+// MUTANT: mlir-opt drop-pass cache-key-digest

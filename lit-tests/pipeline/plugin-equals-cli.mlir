@@ -7,6 +7,12 @@
 // One implementation: the plugin's digest equals the CLI's, and the plugin's
 // canonical module, written by mlir-opt, canonicalises to the same bytes.
 
-// CHECK: [[DIGEST:[0-9a-f]{64}]]
-// CHECK: cache_key.digest = "[[DIGEST]]"
-// CHECK: [[DIGEST]]
+// CHECK: {{^}}[[DIGEST:[0-9a-f]{64}]]{{$}}
+// CHECK-NEXT: cache_key.digest = "[[DIGEST]]"
+// CHECK: {{^}}[[DIGEST]]{{$}}
+// CHECK-NOT: {{.}}
+//
+// Wrong outputs this test rejects (scripts/lit-mutants.sh):
+// MUTANT: mlir-opt digest-fresh
+// MUTANT: mlir-cache-key digest-fresh
+// MUTANT: mlir-opt add-option kernels=keep

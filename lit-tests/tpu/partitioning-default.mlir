@@ -6,3 +6,6 @@
 // CHECK: "stablehlo.custom_call"
 // CHECK-SAME: backend_config = "139817292648560"
 // CHECK-SAME: call_target_name = "CustomSPMDPartitioning"
+//
+// Wrong outputs this test rejects (scripts/lit-mutants.sh):
+// MUTANT: mlir-opt add-option ignore-custom-partitioning=true

@@ -55,7 +55,8 @@ pub struct Args {
     /// Where to write the output [default: stdout].
     #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
-    /// Output canonical bytecode, or its MLIR text (generic form).
+    /// Output canonical bytecode, or its MLIR text (generic form; with every
+    /// location inline when --keep-locations keeps them in the bytes).
     #[arg(long, value_enum, default_value = "bytecode")]
     emit: Emit,
     /// Print the SHA-256 of the canonical bytecode instead of the bytes.

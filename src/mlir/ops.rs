@@ -197,8 +197,15 @@ unsafe extern "C" fn append_text(text: MlirStringRef, data: *mut c_void) {
     }
 }
 
-/// Prints `op` as MLIR text (generic form when `generic`), without locations.
-pub(crate) fn print_operation(op: melior::ir::OperationRef<'_, '_>, generic: bool) -> String {
+/// Prints `op` as MLIR text (generic form when `generic`). With `debug_info`,
+/// every location is printed inline after its operation or block argument
+/// (local scope: no `#loc` aliases, so a line diff shows the location that
+/// moved next to its operation); otherwise without locations.
+pub(crate) fn print_operation(
+    op: melior::ir::OperationRef<'_, '_>,
+    generic: bool,
+    debug_info: bool,
+) -> String {
     let op = op.to_raw();
     let mut out = String::new();
     // SAFETY: the borrow keeps the operation alive; flags are created and destroyed here.
@@ -207,6 +214,10 @@ pub(crate) fn print_operation(op: melior::ir::OperationRef<'_, '_>, generic: boo
         if generic {
             mlirOpPrintingFlagsPrintGenericOpForm(flags);
         }
+        if debug_info {
+            mlirOpPrintingFlagsEnableDebugInfo(flags, true, false);
+            mlirOpPrintingFlagsUseLocalScope(flags);
+        }
         mlirOperationPrintWithFlags(
             op,
             flags,
@@ -214,6 +225,11 @@ pub(crate) fn print_operation(op: melior::ir::OperationRef<'_, '_>, generic: boo
             (&mut out as *mut String).cast(),
         );
         mlirOpPrintingFlagsDestroy(flags);
+    }
+    // With debug info the printer ends at the top-level location, without the
+    // newline it prints otherwise: one form for both.
+    if !out.ends_with('\n') {
+        out.push('\n');
     }
     out
 }

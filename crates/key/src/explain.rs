@@ -173,7 +173,21 @@ fn computation(bytes_a: u64, a: Option<&str>, bytes_b: u64, b: Option<&str>) -> 
         .iter()
         .filter(|op| op.tag() != similar::DiffTag::Equal)
         .count();
-    let mut out = vec![format!(
+    let mut out = Vec::new();
+    // Texts printed with locations (keep-locations): say when nothing but
+    // locations moved, and which one moved first.
+    if without_locations(a) == without_locations(b) {
+        let moved = old_lines
+            .iter()
+            .zip(&new_lines)
+            .filter(|(x, y)| x != y)
+            .count();
+        out.push(format!(
+            "only debug locations differ ({moved} line{} of canonical text); the code is the same",
+            if moved == 1 { "" } else { "s" }
+        ));
+    }
+    out.push(format!(
         "first differing operation at canonical line {}{} ({} differing region{} in all):",
         start + 1,
         function
@@ -181,13 +195,30 @@ fn computation(bytes_a: u64, a: Option<&str>, bytes_b: u64, b: Option<&str>) -> 
             .unwrap_or_default(),
         regions,
         if regions == 1 { "" } else { "s" },
-    )];
+    ));
     if let (Some(old), Some(new)) = (
         old_lines.get(start),
         new_lines.get(changed.new_range().start),
     ) && changed.tag() == similar::DiffTag::Replace
     {
-        out.push(pinpoint(old, new));
+        match moved_location(old, new) {
+            Some((x, y)) => {
+                let (fx, fy) = file_refs(x)
+                    .into_iter()
+                    .zip(file_refs(y))
+                    .find(|(p, q)| p != q)
+                    .unwrap_or((x, y));
+                out.push(format!("location moved: {fx} → {fy}"));
+                if (fx, fy) != (x, y) {
+                    out.push(format!(
+                        "  in full: {} → {}",
+                        shorten(x, 200),
+                        shorten(y, 200)
+                    ));
+                }
+            }
+            None => out.push(pinpoint(old, new)),
+        }
     }
     let line = |sign: &str, text: &str| format!("{sign} {}", shorten(text.trim_end(), 240));
     for text in &old_lines[start.saturating_sub(CONTEXT_LINES)..start] {
@@ -212,6 +243,131 @@ fn computation(bytes_a: u64, a: Option<&str>, bytes_b: u64, b: Option<&str>) -> 
         out.push(line(" ", text));
     }
     out
+}
+
+/// The byte ranges of the `loc(...)` locations in `text` (outside string
+/// literals, with balanced parentheses).
+fn location_spans(text: &str) -> Vec<std::ops::Range<usize>> {
+    let bytes = text.as_bytes();
+    let mut spans = Vec::new();
+    let mut i = 0;
+    let mut in_string = false;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if in_string {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if c == b'"' {
+            in_string = true;
+            i += 1;
+            continue;
+        }
+        let starts_word = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        if starts_word && bytes[i..].starts_with(b"loc(") {
+            let start = i;
+            let mut depth = 0usize;
+            let mut quoted = false;
+            while i < bytes.len() {
+                match (quoted, bytes[i]) {
+                    (true, b'\\') => i += 1,
+                    (true, b'"') | (false, b'"') => quoted = !quoted,
+                    (false, b'(') => depth += 1,
+                    (false, b')') => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            let end = (i + 1).min(bytes.len());
+            spans.push(start..end);
+            i = end;
+            continue;
+        }
+        i += 1;
+    }
+    spans
+}
+
+/// `text` with every location replaced by `loc(…)`.
+fn without_locations(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for span in location_spans(text) {
+        out.push_str(&text[last..span.start]);
+        out.push_str("loc(…)");
+        last = span.end;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// When two lines differ only in their locations, the first pair that differs.
+fn moved_location<'t>(old: &'t str, new: &'t str) -> Option<(&'t str, &'t str)> {
+    if without_locations(old) != without_locations(new) {
+        return None;
+    }
+    location_spans(old)
+        .into_iter()
+        .zip(location_spans(new))
+        .map(|(x, y)| (&old[x], &new[y]))
+        .find(|(x, y)| x != y)
+}
+
+/// The file positions in a location: `"file":line:col`, with the range
+/// suffix ` to [line]:col` when there is one.
+fn file_refs(location: &str) -> Vec<&str> {
+    let bytes = location.as_bytes();
+    let mut refs = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'"' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        i += 1;
+        while i < bytes.len() && bytes[i] != b'"' {
+            i += if bytes[i] == b'\\' { 2 } else { 1 };
+        }
+        i += 1;
+        // `:line:col`, then an optional ` to [line]:col`.
+        let digits = |mut j: usize| {
+            let from = j;
+            while j < bytes.len() && bytes[j].is_ascii_digit() {
+                j += 1;
+            }
+            (j > from).then_some(j)
+        };
+        // `:digits` starting at `j`, returning where it ends.
+        let colon_digits = |j: usize| {
+            (bytes.get(j) == Some(&b':'))
+                .then_some(j + 1)
+                .and_then(digits)
+        };
+        let position = |j: usize| colon_digits(j).and_then(colon_digits);
+        let Some(mut end) = position(i) else {
+            continue;
+        };
+        if bytes[end..].starts_with(b" to ") {
+            let j = end + 4;
+            if let Some(k) = colon_digits(digits(j).unwrap_or(j)) {
+                end = k;
+            }
+        }
+        refs.push(&location[start..end]);
+        i = end;
+    }
+    refs
 }
 
 /// Where two changed lines first differ, as two short excerpts.
@@ -403,5 +559,72 @@ impl fmt::Display for Explanation {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_are_found_outside_strings_with_nested_parentheses() {
+        let line = r#"%0 = "a.op"() {s = "loc(not one)"} : () -> () loc(callsite("f"("/x.py":1:2) at "g"("/y.py":3:4)))"#;
+        let spans = location_spans(line);
+        assert_eq!(spans.len(), 1);
+        assert_eq!(
+            &line[spans[0].clone()],
+            r#"loc(callsite("f"("/x.py":1:2) at "g"("/y.py":3:4)))"#
+        );
+        assert_eq!(
+            without_locations(line),
+            r#"%0 = "a.op"() {s = "loc(not one)"} : () -> () loc(…)"#
+        );
+    }
+
+    #[test]
+    fn file_positions_in_a_location() {
+        let loc = r#"loc("jit(f)/add"(callsite("f"("/a/m.py":12:24 to :29) at "<module>"("/a/g.py":1:0 to 2:5))))"#;
+        assert_eq!(
+            file_refs(loc),
+            [r#""/a/m.py":12:24 to :29"#, r#""/a/g.py":1:0 to 2:5"#]
+        );
+        assert_eq!(file_refs(r#"loc("x")"#), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn a_moved_location_is_named_and_a_code_change_is_not_one() {
+        let a = r#"^bb0(%arg0: tensor<4xf32> loc("x"), %arg1: tensor<4xf32> loc("/a/m.py":3:1)):"#;
+        let b = r#"^bb0(%arg0: tensor<4xf32> loc("x"), %arg1: tensor<4xf32> loc("/b/m.py":9:1)):"#;
+        assert_eq!(
+            moved_location(a, b),
+            Some((r#"loc("/a/m.py":3:1)"#, r#"loc("/b/m.py":9:1)"#))
+        );
+        let c = r#"^bb0(%arg0: tensor<5xf32> loc("x"), %arg1: tensor<4xf32> loc("/a/m.py":3:1)):"#;
+        assert_eq!(moved_location(a, c), None);
+    }
+
+    #[test]
+    fn why_says_when_only_locations_differ_and_which_moved_first() {
+        let a = "\"func.func\"() <{sym_name = \"main\"}> ({\n  \"a.op\"() : () -> () loc(\"/a/m.py\":3:1)\n}) : () -> () loc(unknown)\n";
+        let b = "\"func.func\"() <{sym_name = \"main\"}> ({\n  \"a.op\"() : () -> () loc(\"/b/m.py\":9:1)\n}) : () -> () loc(unknown)\n";
+        let details = computation(10, Some(a), 10, Some(b));
+        assert!(
+            details[0].starts_with("only debug locations differ (1 line"),
+            "{details:?}"
+        );
+        assert!(
+            details[1].contains("canonical line 2, in function @main"),
+            "{details:?}"
+        );
+        assert_eq!(
+            details[2],
+            r#"location moved: "/a/m.py":3:1 → "/b/m.py":9:1"#
+        );
+        assert_eq!(
+            details[3],
+            r#"  in full: loc("/a/m.py":3:1) → loc("/b/m.py":9:1)"#
+        );
+        let code = computation(10, Some(a), 10, Some(&a.replace("a.op", "b.op")));
+        assert!(!code.iter().any(|d| d.contains("location")), "{code:?}");
     }
 }

@@ -132,6 +132,7 @@ fn inspect_reads_the_section_table() {
 
 /// Writes the stripped corpus to `$STRIP_OUT_DIR` when set (to inspect them by hand).
 #[test]
+#[ignore = "a data writer, not a check: STRIP_OUT_DIR=DIR cargo test -- --ignored"]
 fn write_outputs_when_asked() {
     let Ok(dir) = std::env::var("STRIP_OUT_DIR") else {
         return;

@@ -347,6 +347,7 @@ fn older_versions_with_nested_sections_and_use_lists() {
 
 /// Writes some synthetic payloads to `$SEED_OUT_DIR` when set (fuzz seeds).
 #[test]
+#[ignore = "a data writer, not a check: SEED_OUT_DIR=DIR cargo test -- --ignored"]
 fn write_seeds_when_asked() {
     let Ok(dir) = std::env::var("SEED_OUT_DIR") else {
         return;
