@@ -89,6 +89,8 @@ pub enum Counter {
     RemoteSkipped,
     /// Remote tier: values that failed verification (never used).
     RemoteCorrupt,
+    /// Remote tier: values without a valid HMAC tag while a secret is configured (never used).
+    RemoteUnauthenticated,
 }
 
 impl Counter {
@@ -107,6 +109,7 @@ impl Counter {
             Counter::RemoteErrors => "remote_errors",
             Counter::RemoteSkipped => "remote_skipped",
             Counter::RemoteCorrupt => "remote_corrupt",
+            Counter::RemoteUnauthenticated => "remote_unauthenticated",
         }
     }
 }

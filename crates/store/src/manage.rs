@@ -52,6 +52,10 @@ pub struct Stats {
     pub remote_errors: u64,
     pub remote_skipped: u64,
     pub remote_corrupt: u64,
+    /// Whether remote values are authenticated with a shared secret.
+    pub remote_authenticated: bool,
+    /// Values refused for a missing or wrong HMAC tag (with a secret).
+    pub remote_unauthenticated: u64,
 }
 
 /// One entry as listed.
@@ -129,6 +133,8 @@ impl Store {
             remote_errors: get("remote_errors"),
             remote_skipped: get("remote_skipped"),
             remote_corrupt: get("remote_corrupt"),
+            remote_authenticated: self.settings.remote.secret.is_some(),
+            remote_unauthenticated: get("remote_unauthenticated"),
         })
     }
 
