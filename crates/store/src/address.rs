@@ -10,12 +10,51 @@ use std::fmt;
 
 /// Longest local name or mapped key accepted.
 const MAX_NAME_LEN: usize = 255;
+/// Longest mapped value accepted (bytes).
+pub const MAX_VALUE_LEN: usize = 1024;
+/// Longest address or pattern accepted (bytes, as written): addresses come from command lines,
+/// environment variables and imported archives, and are printed in tables.
+pub const MAX_ADDRESS_LEN: usize = 4096;
+/// How much of a rejected address an error message repeats.
+const SHOWN_LEN: usize = 100;
 
+/// `text` (in an error message) is at most [`SHOWN_LEN`] bytes of the input, then its length.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid address {text:?}: {reason}")]
 pub struct AddressError {
     pub text: String,
     pub reason: String,
+}
+
+impl AddressError {
+    fn new(text: &str, reason: String) -> AddressError {
+        AddressError {
+            text: shorten(text),
+            reason,
+        }
+    }
+}
+
+/// The start of a long input, with its length: never echo 100 kB back at a user.
+pub fn shorten(text: &str) -> String {
+    if text.len() <= SHOWN_LEN {
+        return text.to_owned();
+    }
+    let mut end = SHOWN_LEN;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len())
+}
+
+fn check_len(text: &str) -> Result<(), String> {
+    if text.len() > MAX_ADDRESS_LEN {
+        return Err(format!(
+            "it is {} bytes long; an address may have at most {MAX_ADDRESS_LEN}",
+            text.len()
+        ));
+    }
+    Ok(())
 }
 
 /// A parsed, validated address.
@@ -30,6 +69,9 @@ pub fn check_name(name: &str, what: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err(format!("empty {what}"));
     }
+    if name.len() > MAX_NAME_LEN {
+        return Err(format!("{what} is longer than {MAX_NAME_LEN} bytes"));
+    }
     if name == "." || name == ".." {
         return Err(format!("{what} {name:?} is not allowed"));
     }
@@ -40,9 +82,6 @@ pub fn check_name(name: &str, what: &str) -> Result<(), String> {
         return Err(format!(
             "{what} {name:?} contains {c:?}, which is not allowed in a name"
         ));
-    }
-    if name.len() > MAX_NAME_LEN {
-        return Err(format!("{what} is longer than {MAX_NAME_LEN} bytes"));
     }
     Ok(())
 }
@@ -68,6 +107,12 @@ fn check_key(key: &str) -> Result<(), String> {
 }
 
 fn check_value(value: &str) -> Result<(), String> {
+    if value.len() > MAX_VALUE_LEN {
+        return Err(format!(
+            "a mapped value is {} bytes long; at most {MAX_VALUE_LEN} are allowed",
+            value.len()
+        ));
+    }
     match value.chars().find(|c| c.is_control()) {
         Some(c) => Err(format!(
             "mapped value {value:?} contains the control character {c:?}"
@@ -87,10 +132,9 @@ impl Address {
             path: path.clone(),
             mapped: mapped.clone(),
         };
-        let fail = |reason: String| AddressError {
-            text: address.to_string(),
-            reason,
-        };
+        let text = address.to_string();
+        let fail = |reason: String| AddressError::new(&text, reason);
+        check_len(&text).map_err(fail)?;
         if path.is_empty() {
             return Err(fail("an address needs at least one name".into()));
         }
@@ -110,10 +154,8 @@ impl Address {
 
     /// Parses `a/b/c[key:"value",…]`.
     pub fn parse(text: &str) -> Result<Address, AddressError> {
-        let fail = |reason: String| AddressError {
-            text: text.to_string(),
-            reason,
-        };
+        let fail = |reason: String| AddressError::new(text, reason);
+        check_len(text).map_err(fail)?;
         let (path, mapped) = split(text).map_err(fail)?;
         let mapped = mapped
             .into_iter()
@@ -240,10 +282,8 @@ pub struct AddressPattern {
 
 impl AddressPattern {
     pub fn parse(text: &str) -> Result<AddressPattern, AddressError> {
-        let fail = |reason: String| AddressError {
-            text: text.to_string(),
-            reason,
-        };
+        let fail = |reason: String| AddressError::new(text, reason);
+        check_len(text).map_err(fail)?;
         let (names, mapped) = split(text).map_err(fail)?;
         let path = names
             .into_iter()
@@ -341,6 +381,26 @@ mod tests {
         }
         let e = Address::new(vec!["a/b".into()], vec![]).unwrap_err();
         assert!(e.reason.contains("'/'"), "{e}");
+    }
+
+    #[test]
+    fn lengths_are_bounded_and_errors_stay_short() {
+        let long = "a".repeat(100_000);
+        for text in [
+            long.clone(),
+            format!("ns/step[k:\"{long}\"]"),
+            vec!["n"; 3000].join("/"),
+        ] {
+            let e = Address::parse(&text).unwrap_err();
+            assert!(e.to_string().len() < 400, "{e}");
+            assert!(e.text.ends_with(&format!("({} bytes)", text.len())), "{e}");
+            assert!(AddressPattern::parse(&text).is_err());
+        }
+        let e = Address::new(vec!["ns".into()], vec![("k".into(), "v".repeat(2000))]).unwrap_err();
+        assert!(e.reason.contains("at most 1024"), "{e}");
+        assert!(check_run_id(&format!("{long}/x")).unwrap_err().len() < 100);
+        let fits = Address::new(vec!["ns".into()], vec![("k".into(), "v".repeat(1024))]);
+        assert!(fits.is_ok());
     }
 
     #[test]

@@ -20,7 +20,7 @@ use super::lock;
 use super::rebuild::{self, Depth, RebuildReport};
 
 /// A temporary file untouched for this long belongs to a dead writer.
-pub const STALE_TMP_MS: i64 = 60 * 60 * 1000;
+pub const STALE_TMP_MS: i64 = super::atomic::STALE_TMP_AGE.as_millis() as i64;
 
 /// Counters and sizes, serialisable for `--json`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
