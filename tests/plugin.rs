@@ -1,4 +1,4 @@
-//! The mlir-opt pass plugin runs the library's canonicaliser: mlir-opt's own
+//! The mlir-opt pass plugin runs the library's canonicalizer: mlir-opt's own
 //! bytecode of the plugin's result equals the CLI's canonical bytes, byte for
 //! byte after the header (mlir-opt writes its own producer string).
 

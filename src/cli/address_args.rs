@@ -86,8 +86,10 @@ impl AddressArgs {
             (None, Ok(id)) if !id.is_empty() => id,
             _ => fresh_run_id(),
         };
-        crate::store::address::check_run_id(&id)
-            .map_err(|reason| CliError::usage(anyhow!("run id {id:?}: {reason}")))?;
+        crate::store::address::check_run_id(&id).map_err(|reason| {
+            let id = crate::store::address::shorten(&id);
+            CliError::usage(anyhow!("run id {id:?}: {reason}"))
+        })?;
         Ok(id)
     }
 }

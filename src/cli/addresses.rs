@@ -3,7 +3,7 @@
 
 use super::cache::{Select, state};
 use super::error::CliError;
-use super::output::utc;
+use super::output::{pad, utc};
 use crate::store::{
     Address, AddressEntry, AddressPattern, Clear, Digest, EntrySummary, Registry, RunningEntry,
     Store,
@@ -80,10 +80,12 @@ pub fn select(
             entry.state = "running".into();
             entry.run = r.run.clone();
         }
-        let Ok(address) = Address::parse(&entry.address) else {
-            continue;
-        };
-        let keep = pattern.as_ref().is_none_or(|p| p.matches(&address))
+        // An address this version would refuse (an older one stored it) is still listed and
+        // cleared by selections without a pattern.
+        let address = Address::parse(&entry.address).ok();
+        let keep = pattern
+            .as_ref()
+            .is_none_or(|p| address.as_ref().is_some_and(|a| p.matches(a)))
             && select.step.as_ref().is_none_or(|s| *s == entry.local_name)
             && wanted_state.as_ref().is_none_or(|s| *s == entry.state)
             && conflicts
@@ -119,7 +121,10 @@ pub fn table(views: &[AddressView]) -> String {
     }
     let width = views
         .iter()
-        .map(|v| v.address.len() - v.address.split('[').next().map_or(0, str::len))
+        .map(|v| {
+            let path = v.address.split('[').next().unwrap_or_default();
+            v.address[path.len()..].chars().count()
+        })
         .max()
         .unwrap_or(0)
         .max(2);
@@ -135,14 +140,18 @@ pub fn table(views: &[AddressView]) -> String {
             let mapped = if mapped.is_empty() { "-" } else { mapped };
             let _ = write!(
                 out,
-                "  {mapped:<width$}  {:<6}  {}  {}  (run {})",
-                v.state, v.updated, v.key, v.run
+                "  {}  {:<6}  {}  {}  (run {})",
+                pad(mapped, width),
+                v.state,
+                v.updated,
+                v.key,
+                v.run
             );
             if let Some(theirs) = &v.conflicting_key {
                 let _ = write!(
                     out,
-                    "\n  {:<width$}  conflict: the run brought {theirs}",
-                    ""
+                    "\n  {}  conflict: the run brought {theirs}",
+                    pad("", width)
                 );
             }
             out.push('\n');

@@ -36,6 +36,17 @@ pub(super) fn stats_text(stats: &Stats) -> String {
             ""
         }
     );
+    if stats.remote.is_some() {
+        let _ = writeln!(
+            out,
+            "remote values       {}",
+            if stats.remote_authenticated {
+                "authenticated (HMAC-SHA-256, --remote-secret-file)"
+            } else {
+                "trusted (no --remote-secret-file: whoever can write to the remote is trusted)"
+            }
+        );
+    }
     if let Some(until) = stats.remote_down_until_ms {
         let _ = writeln!(out, "remote down until   {}", utc(until));
     }
@@ -51,6 +62,11 @@ pub(super) fn stats_text(stats: &Stats) -> String {
         stats.remote_fallbacks, stats.remote_errors, stats.remote_skipped
     );
     let _ = writeln!(out, "remote corrupt      {}", stats.remote_corrupt);
+    let _ = writeln!(
+        out,
+        "remote bad MAC      {} (unauthenticated values refused)",
+        stats.remote_unauthenticated
+    );
     out
 }
 

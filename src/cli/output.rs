@@ -39,3 +39,19 @@ pub fn utc(ms: i64) -> String {
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_seconds(time).to_string()
 }
+
+/// The widest column a table pads to: a longer value (an address may be 4 KiB) overflows it.
+pub const MAX_COLUMN: usize = 80;
+
+/// `text` left-aligned in a column `width` characters wide (at most [`MAX_COLUMN`]). Widths
+/// derived from input never reach a format string, where above 65,535 they panic.
+pub fn pad(text: &str, width: usize) -> String {
+    let len = text.chars().count();
+    let mut out = String::with_capacity(text.len() + width.min(MAX_COLUMN));
+    out.push_str(text);
+    out.extend(std::iter::repeat_n(
+        ' ',
+        width.min(MAX_COLUMN).saturating_sub(len),
+    ));
+    out
+}

@@ -1,23 +1,15 @@
 //! `mlir-cache-key runs …`: the immutable records of what each run used, and
-//! moving a run (with its artefacts) to another cache.
+//! moving a run (with its artefacts) to another cache (`mck_store::archive`).
 
 use super::error::CliError;
 use super::output;
-use super::output::{json_text, utc};
+use super::output::{json_text, pad, utc};
 use super::settings::CacheOptions;
-use crate::store::{Address, CacheKey, Digest, RunEntry, Store};
-use anyhow::{Context as _, anyhow};
-use serde::{Deserialize, Serialize};
-use sha2::{Digest as _, Sha256};
-use std::collections::BTreeMap;
+use crate::store::{Store, StoreError};
+use anyhow::anyhow;
 use std::fmt::Write as _;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-
-/// Format of a `runs export` file's manifest.
-const EXPORT_FORMAT: u32 = 1;
-const MANIFEST: &str = "run.json";
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -57,17 +49,6 @@ pub enum Command {
     },
 }
 
-/// The manifest of an export: the record and each artefact's checksum.
-#[derive(Debug, Serialize, Deserialize)]
-struct Manifest {
-    format: u32,
-    run: String,
-    created_ms: i64,
-    entries: Vec<RunEntry>,
-    /// Entry file name → SHA-256 of its bytes.
-    files: BTreeMap<String, String>,
-}
-
 pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError> {
     let store = Store::open(&cache.settings()?)?;
     let registry = store.registry()?;
@@ -104,19 +85,21 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             } else {
                 let width = lines
                     .iter()
-                    .map(|l| l.address.len())
+                    .map(|l| l.address.chars().count())
                     .max()
                     .unwrap_or(7)
                     .max(7);
                 let mut out = format!(
-                    "{:<width$}  {:<8}  {:<20}  fingerprint\n",
-                    "address", "state", "time"
+                    "{}  {:<8}  {:<20}  fingerprint\n",
+                    pad("address", width),
+                    "state",
+                    "time"
                 );
                 for l in lines {
                     let _ = write!(
                         out,
-                        "{:<width$}  {:<8}  {:<20}  {}",
-                        l.address,
+                        "{}  {:<8}  {:<20}  {}",
+                        pad(&l.address, width),
                         l.state,
                         utc(l.time_ms),
                         l.key
@@ -164,148 +147,33 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
 }
 
 fn no_run(run: &str) -> CliError {
+    let run = crate::store::address::shorten(run);
     CliError::usage(anyhow!(
         "no run {run} in this cache (see `mlir-cache-key runs list`)"
     ))
 }
 
 fn export(store: &Store, run: &str, file: &Path) -> Result<String, CliError> {
-    let registry = store.registry()?;
-    let entries = registry.run(run)?.ok_or_else(|| no_run(run))?;
-    let created_ms = registry
-        .runs()?
-        .into_iter()
-        .find(|r| r.run == run)
-        .map_or(0, |r| r.created_ms);
-    let mut blobs: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    for line in entries.iter().filter(|l| l.state != "conflict") {
-        let key = CacheKey::parse(&line.key)?;
-        let bytes = store.export_entry(&key)?.ok_or_else(|| {
-            CliError::other(anyhow!(
-                "the artefact of {} ({}) is no longer in the cache",
-                line.address,
-                line.key
-            ))
-        })?;
-        blobs.insert(format!("entries/{}", key.digest()), bytes);
-    }
-    let manifest = Manifest {
-        format: EXPORT_FORMAT,
-        run: run.to_string(),
-        created_ms,
-        files: blobs
-            .iter()
-            .map(|(name, bytes)| (name.clone(), hex::encode(Sha256::digest(bytes))))
-            .collect(),
-        entries,
-    };
-    let write = || -> anyhow::Result<()> {
-        let parent = file
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let temp = tempfile::NamedTempFile::new_in(parent)?;
-        {
-            let mut tar = tar::Builder::new(temp.as_file());
-            let mut add = |name: &str, bytes: &[u8]| -> std::io::Result<()> {
-                let mut header = tar::Header::new_gnu();
-                header.set_size(bytes.len() as u64);
-                header.set_mode(0o600);
-                header.set_cksum();
-                tar.append_data(&mut header, name, bytes)
-            };
-            add(MANIFEST, &serde_json::to_vec_pretty(&manifest)?)?;
-            for (name, bytes) in &blobs {
-                add(name, bytes)?;
-            }
-            tar.finish()?;
-        }
-        temp.as_file().sync_all()?;
-        temp.persist(file)?;
-        Ok(())
-    };
-    write()
-        .with_context(|| format!("cannot write {}", file.display()))
-        .map_err(CliError::other)?;
+    let report = store.export_run(run, file)?.ok_or_else(|| no_run(run))?;
     Ok(format!(
         "exported run {run}: {} lines, {} artefacts, to {}\n",
-        manifest.entries.len(),
-        blobs.len(),
+        report.lines,
+        report.artefacts,
         file.display()
     ))
 }
 
-/// Largest member of an export we read (a manifest or one entry file).
-const MAX_MEMBER: u64 = 64 << 30;
-
 fn import(store: &Store, file: &Path, adopt_cache: bool) -> Result<String, CliError> {
-    let bad = |what: String| CliError::input(anyhow!("{}: {what}", file.display()));
-    let handle = std::fs::File::open(file)
-        .with_context(|| format!("cannot read {}", file.display()))
-        .map_err(CliError::input)?;
-    let mut archive = tar::Archive::new(handle);
-    let mut manifest: Option<Manifest> = None;
-    let mut blobs: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    for member in archive
-        .entries()
-        .map_err(|e| bad(format!("not a run export: {e}")))?
-    {
-        let mut member = member.map_err(|e| bad(format!("damaged archive: {e}")))?;
-        let name = member
-            .path()
-            .map_err(|e| bad(format!("damaged archive: {e}")))?
-            .to_string_lossy()
-            .into_owned();
-        if member.size() > MAX_MEMBER {
-            return Err(bad(format!("{name} is too large")));
-        }
-        let mut bytes = Vec::new();
-        member
-            .read_to_end(&mut bytes)
-            .map_err(|e| bad(format!("damaged archive at {name}: {e}")))?;
-        if name == MANIFEST {
-            manifest = Some(
-                serde_json::from_slice(&bytes).map_err(|e| bad(format!("bad {MANIFEST}: {e}")))?,
-            );
-        } else {
-            blobs.insert(name, bytes);
-        }
-    }
-    let manifest = manifest.ok_or_else(|| bad(format!("no {MANIFEST}: not a run export")))?;
-    if manifest.format != EXPORT_FORMAT {
-        return Err(bad(format!(
-            "export format {} is not supported (expected {EXPORT_FORMAT})",
-            manifest.format
-        )));
-    }
-    crate::store::address::check_run_id(&manifest.run).map_err(|e| bad(format!("run id: {e}")))?;
-    // Every checksum first, then anything is written.
-    for (name, sum) in &manifest.files {
-        let bytes = blobs
-            .get(name)
-            .ok_or_else(|| bad(format!("{name} is missing")))?;
-        if hex::encode(Sha256::digest(bytes)) != *sum {
-            return Err(bad(format!("{name} does not match its checksum")));
-        }
-    }
-    for line in &manifest.entries {
-        Address::parse(&line.address).map_err(|e| bad(e.to_string()))?;
-        Digest::parse(&line.digest).map_err(|e| bad(e.to_string()))?;
-    }
-    let mut imported = 0;
-    for bytes in blobs.values() {
-        store.import_entry(bytes)?;
-        imported += 1;
-    }
-    let registry = store.registry()?;
-    registry.import_run(&manifest.run, manifest.created_ms, &manifest.entries)?;
+    let report = store.import_run(file).map_err(|e| match e {
+        StoreError::Archive { .. } => CliError::input(e),
+        e => e.into(),
+    })?;
     let mut out = format!(
-        "imported run {}: {} lines, {imported} artefacts\n",
-        manifest.run,
-        manifest.entries.len()
+        "imported run {}: {} lines, {} artefacts\n",
+        report.run, report.lines, report.artefacts
     );
     if adopt_cache {
-        out.push_str(&super::addresses::adopt(store, &manifest.run)?);
+        out.push_str(&super::addresses::adopt(store, &report.run)?);
     }
     Ok(out)
 }

@@ -35,6 +35,10 @@ pub struct CacheOptions {
     #[arg(long, alias = "remote_timeout", global = true, value_name = "SECONDS",
           value_parser = |s: &str| parse_seconds(s, false))]
     pub remote_timeout: Option<Duration>,
+    /// A file holding the secret that authenticates every remote value (never the secret
+    /// itself on a command line).
+    #[arg(long, alias = "remote_secret_file", global = true, value_name = "FILE")]
+    pub remote_secret_file: Option<PathBuf>,
 }
 
 impl CacheOptions {
@@ -57,6 +61,12 @@ impl CacheOptions {
             overrides.remote_url = SettingsOverrides::parse_flags("command line", &words)
                 .map_err(CliError::usage)?
                 .remote_url;
+        }
+        if let Some(file) = &self.remote_secret_file {
+            let words = format!("--remote_secret_file={}", quote(&file.to_string_lossy()));
+            overrides.remote_secret = SettingsOverrides::parse_flags("command line", &words)
+                .map_err(CliError::usage)?
+                .remote_secret;
         }
         Settings::from_env_and(&overrides).map_err(CliError::usage)
     }

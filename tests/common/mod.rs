@@ -21,9 +21,12 @@ pub fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
 
-/// The `mlir-cache-key` binary built for these tests.
+/// The `mlir-cache-key` binary built for these tests (or `$MCK_TEST_BIN`: another build, e.g.
+/// to check that a test fails on the old behaviour).
 pub fn bin() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mlir-cache-key"));
+    let program = std::env::var_os("MCK_TEST_BIN")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_mlir-cache-key").into());
+    let mut command = Command::new(program);
     // Tests must not see the developer's cache settings.
     command.env_remove("MLIR_CACHE_KEY_FLAGS");
     command.env_remove("XLA_FLAGS");

@@ -213,6 +213,23 @@ impl RedisServer {
         }
     }
 
+    /// Stops the server with SIGSTOP: the kernel still accepts connections, nobody answers.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    /// Lets a paused server go on (SIGCONT).
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        let child = self.child.as_ref().expect("a running server");
+        let pid = libc::pid_t::try_from(child.id()).expect("pid");
+        // SAFETY: kill(2) on our own child's pid; no memory is involved.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill -{signal}");
+    }
+
     /// Starts a server again on the same port (empty: nothing was persisted).
     pub fn restart(&mut self) {
         self.kill();

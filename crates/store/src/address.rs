@@ -13,12 +13,15 @@ use std::fmt;
 
 /// Longest local name or mapped key accepted.
 const MAX_NAME_LEN: usize = 255;
-/// Longest mapped string value accepted.
-pub const MAX_VALUE_LEN: usize = 4096;
+/// Longest mapped string value accepted (bytes).
+pub const MAX_VALUE_LEN: usize = 1024;
 /// Most segments, and most mapped keys in one segment.
 const MAX_PARTS: usize = 64;
-/// Longest address text accepted (its printed form).
-pub const MAX_ADDRESS_LEN: usize = 16 * 1024;
+/// Longest address or pattern accepted (bytes, as written): addresses come from command lines,
+/// environment variables and imported archives, and are printed in tables.
+pub const MAX_ADDRESS_LEN: usize = 4096;
+/// How much of a rejected input an error message repeats.
+const SHOWN_LEN: usize = 100;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid address {text:?}: {reason}")]
@@ -29,18 +32,23 @@ pub struct AddressError {
 
 impl AddressError {
     fn new(text: &str, reason: String) -> AddressError {
-        // Never echo an unbounded input back.
-        let text = if text.len() > 200 {
-            let cut = (0..=200)
-                .rev()
-                .find(|&i| text.is_char_boundary(i))
-                .unwrap_or(0);
-            format!("{}… ({} bytes)", &text[..cut], text.len())
-        } else {
-            text.to_string()
-        };
-        AddressError { text, reason }
+        AddressError {
+            text: shorten(text),
+            reason,
+        }
     }
+}
+
+/// The start of a long input, with its length: never echo 100 kB back at a user.
+pub fn shorten(text: &str) -> String {
+    if text.len() <= SHOWN_LEN {
+        return text.to_owned();
+    }
+    let mut end = SHOWN_LEN;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &text[..end], text.len())
 }
 
 /// A mapped key's value: a string (`model:"small"`) or an integer (`sample:2`).

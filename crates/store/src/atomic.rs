@@ -2,15 +2,19 @@
 //! temporary file in `v1/tmp/` (same filesystem as `entries/`), fsync it, rename it over the
 //! destination, fsync the destination directory. Readers see the old file or the complete new
 //! one, never a prefix. A writer dropped before `persist` deletes its temporary file; a writer
-//! killed before it leaves a stray file in `tmp/` that `gc` sweeps, never a visible entry.
+//! killed before it leaves a stray file in `tmp/`, never a visible entry: [`sweep_stale`]
+//! removes it after an hour (on the next open of the store, or `gc`).
 //! [`write_file`] does the same for a file outside the cache (a compiler's output restored on a
 //! hit), with its temporary file beside the destination.
 
-use std::fs::Permissions;
+use std::fs::{self, Permissions};
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
+
+use tracing::debug;
 
 use super::error::StoreError;
 use super::fsutil;
@@ -32,13 +36,19 @@ pub fn publish(
 /// Prefix of the temporary files [`write_file`] leaves beside a destination if killed.
 pub const OUTPUT_TMP_PREFIX: &str = ".mlir-cache-key-tmp-";
 
+/// A temporary file untouched for this long belongs to a dead writer: live writers touch
+/// theirs continuously and rename it within seconds.
+pub const STALE_TMP_AGE: Duration = Duration::from_secs(60 * 60);
+
 /// Writes `bytes` to `dest` (outside the cache) atomically and durably: a temporary file in
 /// the same directory, fsynced, renamed over `dest`. A reader never sees a partial file.
+/// Temporary files of killed writers in that directory (older than [`STALE_TMP_AGE`]) go first.
 pub fn write_file(dest: &Path, bytes: &[u8], file_mode: u32) -> Result<u64, StoreError> {
     let dir = dest
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    sweep_stale(dir, OUTPUT_TMP_PREFIX, SystemTime::now());
     publish_with_prefix(
         dir,
         OUTPUT_TMP_PREFIX,
@@ -84,6 +94,62 @@ fn publish_with_prefix(
         fsutil::sync_dir(dir).map_err(|e| StoreError::io("fsync directory", dir, e))?;
     }
     Ok(written)
+}
+
+/// Publishes a complete temporary file (created in the same filesystem as `dest`, e.g. an
+/// import staged in `v1/tmp/`) at `dest`: mode, mtime, fsync, rename, fsync the directory.
+pub fn persist(
+    tmp: tempfile::NamedTempFile,
+    dest: &Path,
+    file_mode: u32,
+    mtime: SystemTime,
+    fsync: bool,
+) -> Result<(), StoreError> {
+    let file = tmp.as_file();
+    file.set_permissions(Permissions::from_mode(file_mode))
+        .map_err(|e| StoreError::io("set permissions of", tmp.path(), e))?;
+    file.set_modified(mtime)
+        .map_err(|e| StoreError::io("set the modification time of", tmp.path(), e))?;
+    if fsync {
+        file.sync_all()
+            .map_err(|e| StoreError::io("fsync temporary file", tmp.path(), e))?;
+    }
+    tmp.persist(dest)
+        .map_err(|e| StoreError::io("rename a temporary file into place at", dest, e.error))?;
+    if fsync && let Some(dir) = dest.parent() {
+        fsutil::sync_dir(dir).map_err(|e| StoreError::io("fsync directory", dir, e))?;
+    }
+    Ok(())
+}
+
+/// Removes the regular files of ours in `dir` whose names start with `prefix` and that were
+/// last modified [`STALE_TMP_AGE`] before `now`; returns how many. Best effort: a file that a
+/// concurrent sweep removed first, or that cannot be inspected, is skipped. Symlinks are never
+/// followed (at worst the link itself goes).
+pub fn sweep_stale(dir: &Path, prefix: &str, now: SystemTime) -> u64 {
+    let Some(cutoff) = now.checked_sub(STALE_TMP_AGE) else {
+        return 0;
+    };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        if !entry.file_name().as_bytes().starts_with(prefix.as_bytes()) {
+            continue;
+        }
+        let path = entry.path();
+        let stale = fs::symlink_metadata(&path).is_ok_and(|m| {
+            m.file_type().is_file()
+                && m.uid() == fsutil::euid()
+                && m.modified().is_ok_and(|t| t < cutoff)
+        });
+        if stale && fs::remove_file(&path).is_ok() {
+            debug!("removed the stale temporary file {}", path.display());
+            removed += 1;
+        }
+    }
+    removed
 }
 
 #[cfg(test)]

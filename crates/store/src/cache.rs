@@ -103,9 +103,15 @@ impl Store {
     pub fn open_with_clock(settings: &Settings, clock: Arc<dyn Clock>) -> Result<Store> {
         let layout = Layout::new(&settings.cache_dir);
         layout.ensure(settings.dir_mode)?;
+        // What killed writers left (by the real clock: temporary files carry real mtimes).
+        atomic::sweep_stale(layout.tmp_dir(), "", std::time::SystemTime::now());
         // The registry exists before the index, which attaches it to spare pinned artefacts.
-        let registry = super::registry::Registry::open(&layout.registry_path())?;
-        drop(registry);
+        // A registry that cannot be used blocks addressed work only (eviction then waits).
+        if let Err(e) =
+            super::registry::Registry::open(&layout, settings.dir_mode & 0o666, clock.now_ms())
+        {
+            warn!("{e}; addresses and run records are unavailable, unaddressed work goes on");
+        }
         let index = super::rebuild::open_index(&layout, settings, clock.as_ref(), false)?;
         Ok(Store {
             settings: settings.clone(),
@@ -121,13 +127,14 @@ impl Store {
 
     /// The registry of addresses and run records of this cache.
     pub fn registry(&self) -> Result<super::registry::Registry> {
-        super::registry::Registry::open(&self.layout.registry_path())
+        super::registry::Registry::open(&self.layout, self.file_mode(), self.now())
     }
 
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
 
+    /// The store's clock.
     pub fn now(&self) -> UnixMillis {
         self.clock.now_ms()
     }
@@ -345,6 +352,43 @@ impl Store {
             ms_to_system_time(now),
             self.settings.fsync,
         )?;
+        self.record_published(key, meta, artefact_size, size, now, path)
+    }
+
+    /// Publishes a verified entry file staged in `v1/tmp/` (an import), as
+    /// [`Store::publish_parts`] does with bytes.
+    pub(super) fn publish_file(
+        &self,
+        key: &CacheKey,
+        meta: &EntryMeta,
+        size: u64,
+        tmp: tempfile::NamedTempFile,
+    ) -> Result<PutOutcome> {
+        let digest = key.digest();
+        let now = self.now();
+        fsutil::ensure_private_dir(&self.layout.entry_shard_dir(digest), self.settings.dir_mode)?;
+        let path = self.layout.entry_path(digest);
+        atomic::persist(
+            tmp,
+            &path,
+            self.file_mode(),
+            ms_to_system_time(now),
+            self.settings.fsync,
+        )?;
+        self.record_published(key, meta, meta.artefact_size, size, now, path)
+    }
+
+    /// Records a published entry in the index and evicts if the cache is now above its cap.
+    fn record_published(
+        &self,
+        key: &CacheKey,
+        meta: &EntryMeta,
+        artefact_size: u64,
+        size: u64,
+        now: UnixMillis,
+        path: PathBuf,
+    ) -> Result<PutOutcome> {
+        let digest = key.digest();
         info!(
             "Stored the {} entry {key} at {}",
             meta.state.as_str(),

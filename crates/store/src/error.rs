@@ -43,6 +43,9 @@ pub enum StoreError {
     /// A bad setting, from the environment variable or an explicit override.
     #[error(transparent)]
     Settings(#[from] SettingsError),
+    /// A run archive (`runs import`) that is refused; nothing was written.
+    #[error("{}: {reason}; nothing was imported", file.display())]
+    Archive { file: PathBuf, reason: String },
     /// An entry could not be encoded (the metadata did not serialise, or is too large).
     #[error("cannot encode cache entry for {key}: {reason}")]
     Encode { key: String, reason: String },

@@ -89,6 +89,8 @@ pub enum Counter {
     RemoteSkipped,
     /// Remote tier: values that failed verification (never used).
     RemoteCorrupt,
+    /// Remote tier: values without a valid HMAC tag while a secret is configured (never used).
+    RemoteUnauthenticated,
 }
 
 impl Counter {
@@ -107,6 +109,7 @@ impl Counter {
             Counter::RemoteErrors => "remote_errors",
             Counter::RemoteSkipped => "remote_skipped",
             Counter::RemoteCorrupt => "remote_corrupt",
+            Counter::RemoteUnauthenticated => "remote_unauthenticated",
         }
     }
 }
@@ -191,9 +194,19 @@ pub fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Re
 #[derive(Debug)]
 pub struct Index {
     conn: Connection,
-    /// The registry beside the index is attached: eviction spares artefacts
-    /// that run records reference.
-    pins: bool,
+    /// Whether eviction can see which artefacts run records reference.
+    pins: Pins,
+}
+
+/// The registry as the index sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pins {
+    /// There is none: nothing is pinned.
+    None,
+    /// Attached: eviction spares artefacts that run records reference.
+    Attached,
+    /// It exists but could not be attached: nothing is evicted.
+    Unavailable,
 }
 
 fn row_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
@@ -286,14 +299,27 @@ impl Index {
         }
         let populated = meta("populated")?.as_deref() == Some("1");
         let registry = path.with_file_name(super::registry::REGISTRY_FILE);
-        let pins = registry.is_file() && super::registry::Registry::open(&registry).is_ok();
-        if pins {
-            conn.execute(
-                "ATTACH DATABASE ?1 AS registry",
-                [registry.to_string_lossy()],
-            )
-            .map_err(OpenFailure::Error)?;
-        }
+        // Never through a symlink; a registry that cannot be attached leaves the index usable
+        // for lookups and writes, and eviction waits (it could not tell what is pinned).
+        let pins = match std::fs::symlink_metadata(&registry) {
+            // Opening it first brings an older registry's tables up to date.
+            Ok(m) if m.file_type().is_file() && super::registry::up_to_date(&registry) => {
+                match conn.execute(
+                    "ATTACH DATABASE ?1 AS registry",
+                    [registry.to_string_lossy()],
+                ) {
+                    Ok(_) => Pins::Attached,
+                    Err(e) => {
+                        tracing::warn!(
+                            "cannot attach the registry {} to the index ({e}); not evicting",
+                            registry.display()
+                        );
+                        Pins::Unavailable
+                    }
+                }
+            }
+            _ => Pins::None,
+        };
         Ok((Index { conn, pins }, populated))
     }
 
@@ -453,11 +479,12 @@ impl Index {
             total_after: total,
             exhausted: false,
         };
-        if total <= cap {
+        if total <= cap || self.pins == Pins::Unavailable {
+            step.exhausted = total > cap;
             return Ok(step);
         }
         let victims: Vec<(String, u64)> = {
-            let mut stmt = tx.prepare_cached(if self.pins {
+            let mut stmt = tx.prepare_cached(if self.pins == Pins::Attached {
                 "SELECT digest, size FROM entries WHERE last_used < ?1 AND digest <> ?2 \
                  AND NOT EXISTS (SELECT 1 FROM registry.run_lines r \
                    WHERE r.digest = entries.digest AND r.state <> 'conflict') \

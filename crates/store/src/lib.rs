@@ -10,11 +10,13 @@
 //!   (entries, and a compiler's output restored on a hit);
 //! - `index`: the SQLite index; `rebuild`: repairing it from the directory;
 //! - `cache`: open, get, put; `read`: verified reads; `transfer`: export/import of entries;
+//!   `archive`: run archives (`runs export` / `runs import`), verified before anything is written;
 //!   `evict`: LRU under TTL; `manage`: stats, list, clear, verify, gc;
 //! - `lock`: advisory compile locks; `quarantine`: moving damaged files aside;
 //! - `clock`: injectable time; `fsutil`: no-follow opens and ownership checks;
 //! - `address`, `registry`: readable addresses and immutable run records, durable beside the
-//!   index; eviction never removes an artefact a run record references;
+//!   index; eviction never removes an artefact a run record references; `registry_file`: its
+//!   file's protections and repair;
 //! - `tiered`: the local store with the remote tier (`remote/`: Redis, S3, GCS) behind it;
 //!   `compile`: the one compile-once API on it.
 //!
@@ -22,6 +24,7 @@
 //! lock, remote lease); look up again; compile; store the result or the failure; release.
 
 pub mod address;
+pub mod archive;
 mod atomic;
 mod cache;
 mod clock;
@@ -39,6 +42,7 @@ mod quarantine;
 mod read;
 mod rebuild;
 mod registry;
+mod registry_file;
 pub mod remote;
 mod settings;
 mod tiered;
@@ -59,7 +63,8 @@ pub use lock::{CompileGuard, CompileLock};
 pub use manage::{Clear, ClearReport, EntrySummary, GcReport, Stats};
 pub use rebuild::RebuildReport;
 pub use registry::{
-    AddressClaim, AddressEntry, REGISTRY_FILE, Registry, RunEntry, RunSummary, RunningEntry,
+    AddressClaim, AddressEntry, REGISTRY_FILE, RUN_STATES, Registry, RunEntry, RunSummary,
+    RunningEntry,
 };
 pub use settings::{
     DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_TTL_DAYS, FLAGS_VAR, LogLevel, Settings,

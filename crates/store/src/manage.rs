@@ -20,7 +20,7 @@ use super::lock;
 use super::rebuild::{self, Depth, RebuildReport};
 
 /// A temporary file untouched for this long belongs to a dead writer.
-pub const STALE_TMP_MS: i64 = 60 * 60 * 1000;
+pub const STALE_TMP_MS: i64 = super::atomic::STALE_TMP_AGE.as_millis() as i64;
 
 /// Counters and sizes, serialisable for `--json`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -52,6 +52,10 @@ pub struct Stats {
     pub remote_errors: u64,
     pub remote_skipped: u64,
     pub remote_corrupt: u64,
+    /// Whether remote values are authenticated with a shared secret.
+    pub remote_authenticated: bool,
+    /// Values refused for a missing or wrong HMAC tag (with a secret).
+    pub remote_unauthenticated: u64,
 }
 
 /// One entry as listed.
@@ -129,6 +133,8 @@ impl Store {
             remote_errors: get("remote_errors"),
             remote_skipped: get("remote_skipped"),
             remote_corrupt: get("remote_corrupt"),
+            remote_authenticated: self.settings.remote.secret.is_some(),
+            remote_unauthenticated: get("remote_unauthenticated"),
         })
     }
 

@@ -198,6 +198,34 @@ pub(super) fn read_metadata_from(
     Ok(entry::decode_metadata(&h, &meta, digest))
 }
 
+/// Verifies a whole entry file from its start, streaming the payload through SHA-256 (memory:
+/// the metadata, at most 64 MiB, and a 64 KiB buffer). The outer error is I/O.
+pub(super) fn verify_from(
+    file: &mut File,
+    file_len: u64,
+    digest: &Digest,
+) -> io::Result<std::result::Result<EntryMeta, DecodeError>> {
+    use sha2::{Digest as _, Sha256};
+    use std::io::{Seek, SeekFrom};
+    file.seek(SeekFrom::Start(0))?;
+    let meta = match read_metadata_from(file, file_len, digest)? {
+        Ok(meta) => meta,
+        Err(e) => return Ok(Err(e)),
+    };
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match file.read(&mut buf)? {
+            0 => break,
+            n => hasher.update(&buf[..n]),
+        }
+    }
+    if hex::encode(hasher.finalize()) != meta.payload_sha256 {
+        return Ok(Err(entry::Corruption::PayloadChecksum.into()));
+    }
+    Ok(Ok(meta))
+}
+
 /// File length and mtime (as [`UnixMillis`]) of an open entry.
 pub(super) fn len_and_mtime(meta: &Metadata) -> (u64, UnixMillis) {
     let mtime = meta

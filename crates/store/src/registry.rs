@@ -14,10 +14,12 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::address::Address;
+use super::address::{Address, check_run_id, shorten};
 use super::clock::UnixMillis;
 use super::error::{Result, StoreError};
 use super::index::{BUSY_TIMEOUT, retry_busy};
+use super::key::CacheKey;
+use super::layout::Layout;
 
 /// File name of the registry inside the layout directory.
 pub const REGISTRY_FILE: &str = "registry.sqlite";
@@ -106,6 +108,40 @@ pub struct RunEntry {
     pub conflict_with: Option<String>,
 }
 
+/// The states a run line may have.
+pub const RUN_STATES: [&str; 3] = ["ok", "failed", "conflict"];
+
+impl RunEntry {
+    /// Checks a line that came from outside (an imported archive): a valid, bounded address, a
+    /// key whose digest is `digest`, a known state, a valid conflicting key.
+    pub fn check(&self) -> std::result::Result<(), String> {
+        Address::parse(&self.address).map_err(|e| e.to_string())?;
+        let key = CacheKey::parse(&self.key).map_err(|e| e.to_string())?;
+        if key.digest().as_str() != self.digest {
+            return Err(format!(
+                "{}: digest {} is not the key's",
+                self.address,
+                shorten(&self.digest)
+            ));
+        }
+        if !RUN_STATES.contains(&self.state.as_str()) {
+            return Err(format!(
+                "{}: unknown state {:?} (expected ok, failed or conflict)",
+                self.address,
+                shorten(&self.state)
+            ));
+        }
+        match (&self.conflict_with, self.state == "conflict") {
+            (Some(other), true) => CacheKey::parse(other).map(drop).map_err(|e| e.to_string()),
+            (None, false) => Ok(()),
+            _ => Err(format!(
+                "{}: only a conflict line names the fingerprint it met",
+                self.address
+            )),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RunSummary {
     pub run: String,
@@ -160,20 +196,13 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Opens (creating if needed) the registry at `path`.
-    pub fn open(path: &Path) -> Result<Registry> {
-        let error = |op| {
-            let path = path.to_owned();
-            move |source| StoreError::Registry { op, path, source }
-        };
-        let conn = Connection::open(path).map_err(error("open"))?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(error("open"))?;
-        retry_busy(|| conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)))
-            .map_err(error("open"))?;
-        migrate(&conn).map_err(error("create"))?;
+    /// Opens (creating if needed) the registry of `layout`; its file is protected and, when
+    /// damaged, rebuilt (`registry_file.rs`).
+    pub(super) fn open(layout: &Layout, file_mode: u32, now: UnixMillis) -> Result<Registry> {
+        let conn = super::registry_file::open(layout, file_mode, now, migrate)?;
         Ok(Registry {
             conn,
-            path: path.to_owned(),
+            path: layout.registry_path(),
         })
     }
 
@@ -455,6 +484,12 @@ impl Registry {
         created_ms: UnixMillis,
         entries: &[RunEntry],
     ) -> Result<()> {
+        check_run_id(run).map_err(|reason| {
+            StoreError::Refused(format!("run id {:?}: {reason}", shorten(run)))
+        })?;
+        for entry in entries {
+            entry.check().map_err(StoreError::Refused)?;
+        }
         if let Some(existing) = self.run(run)? {
             if existing == entries {
                 return Ok(());
@@ -539,6 +574,19 @@ fn decide(
         Some(c) if c.state != "ok" => AddressClaim::Free,
         Some(c) => AddressClaim::Conflict(Box::new(c)),
     })
+}
+
+/// Brings the registry file at `path` up to date (for the index, which attaches it); false
+/// when it cannot be opened or migrated (a symlink is never followed).
+pub(super) fn up_to_date(path: &Path) -> bool {
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    Connection::open_with_flags(path, flags)
+        .and_then(|conn| {
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            migrate(&conn)
+        })
+        .is_ok()
 }
 
 /// Creates the tables, or brings an older registry up to date, in one transaction.

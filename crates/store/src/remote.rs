@@ -3,12 +3,15 @@
 //! this lets every host reuse what any host compiled. It uses an existing engine — Redis first,
 //! S3-compatible stores and GCS behind cargo features — through opendal, never a server of ours.
 //!
-//! Nothing here may fail a compile or return wrong bytes: every operation has a short timeout,
+//! Nothing here may fail a compile or return damaged bytes: every operation has a short timeout,
 //! a failure opens the circuit breaker (local only until `retry_after`), and what comes back is
 //! verified as an entry file before anyone uses it (the caller does that, with `entry.rs`).
+//! Checksums do not say who wrote a value: with a shared secret (`auth`) every value is MACed,
+//! and without one, write access to the remote is trusted access.
 //!
 //! Files:
 //! - `url`: parsing `--remote=URL`; `error`: what can go wrong, by operation;
+//! - `auth`: the shared secret and the HMAC tag on every value;
 //! - `service`: the opendal operator (entries as objects) and its timeouts;
 //! - `lease`: the Redis compile lease (`SET NX PX`, renewed, released by token) and expiry refresh;
 //! - `breaker`: "remote down until T", in memory and in the cache directory.
@@ -17,6 +20,7 @@
 //! format version is in the name, so another format never overwrites this one's) and
 //! `PREFIX/leases/<digest>` for leases.
 
+mod auth;
 mod breaker;
 mod error;
 mod lease;
@@ -34,6 +38,7 @@ use tracing::debug;
 use super::clock::{Clock, UnixMillis};
 use super::key::Digest;
 
+pub use auth::{AuthError, MAX_SECRET_LEN, MIN_SECRET_LEN, Secret};
 pub use breaker::{Breaker, STATE_FILE, marked_down_until};
 pub use error::RemoteError;
 pub use lease::{Attempt, Lease};
@@ -65,6 +70,8 @@ pub struct RemoteSettings {
     /// Expiry of a compile lease.
     #[serde(serialize_with = "serialize_secs")]
     pub lease: Duration,
+    /// The shared secret that authenticates every value (`auth.rs`); `None`: values are trusted.
+    pub secret: Option<Secret>,
 }
 
 fn serialize_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -79,6 +86,7 @@ impl Default for RemoteSettings {
             timeout: DEFAULT_TIMEOUT,
             retry_after: DEFAULT_RETRY_AFTER,
             lease: DEFAULT_LEASE,
+            secret: None,
         }
     }
 }
@@ -99,10 +107,11 @@ pub struct Remote {
     shown: String,
     prefix: String,
     read_only: bool,
+    secret: Option<Secret>,
     expiry: Option<Duration>,
     service: Service,
     coordinator: Option<Coordinator>,
-    breaker: Breaker,
+    breaker: Arc<Breaker>,
     /// The server answered once in this process.
     reached: AtomicBool,
 }
@@ -124,26 +133,28 @@ impl Remote {
         let shown = url.to_string();
         let expiry = (expiry.as_secs() >= 1).then_some(expiry);
         let service = Service::open(url, shown.clone(), settings.timeout, expiry)?;
+        let breaker = Arc::new(Breaker::new(
+            shown.clone(),
+            state_path.to_owned(),
+            settings.retry_after,
+            file_mode,
+            clock,
+        ));
         let coordinator = match url {
             RemoteUrl::Redis(r) => Some(Coordinator::new(
                 r,
                 shown.clone(),
                 settings.timeout,
                 settings.lease,
+                breaker.clone(),
             )?),
             _ => None,
         };
-        let breaker = Breaker::new(
-            shown.clone(),
-            state_path.to_owned(),
-            settings.retry_after,
-            file_mode,
-            clock,
-        );
         Ok(Some(Remote {
             prefix: url.prefix().trim_matches('/').to_owned(),
             shown,
             read_only: settings.read_only,
+            secret: settings.secret.clone(),
             expiry,
             service,
             coordinator,
@@ -157,7 +168,13 @@ impl Remote {
         self.read_only
     }
 
-    /// The entry file stored for `digest`, unverified; `None` when absent.
+    /// True when values are authenticated with a shared secret.
+    pub fn authenticated(&self) -> bool {
+        self.secret.is_some()
+    }
+
+    /// The value stored for `digest`, unverified; `None` when absent. [`Remote::unseal`] says
+    /// where its entry file starts, if it may be used at all.
     pub fn get(&self, digest: &Digest) -> Result<Option<Vec<u8>>, RemoteError> {
         let path = self.entry_path(digest);
         self.guarded(|| {
@@ -175,18 +192,23 @@ impl Remote {
             });
         }
         let path = self.entry_path(digest);
-        let bytes = parts.concat();
+        let bytes = auth::seal(self.secret.as_ref(), &path, parts);
         self.guarded(|| {
             self.reach()?;
             self.service.write(&path, bytes)
         })
     }
 
+    /// Where the entry file starts in `value`, read for `digest`; an error when a secret is
+    /// configured and the value is not authenticated with it.
+    pub fn unseal(&self, digest: &Digest, value: &[u8]) -> Result<usize, AuthError> {
+        auth::unseal(self.secret.as_ref(), &self.entry_path(digest), value)
+    }
+
     /// After a hit: the entry lives another `expiry` (best effort; Redis, not read-only).
     pub fn refresh(&self, digest: &Digest) {
         if let (false, Some(c), Some(expiry)) = (self.read_only, &self.coordinator, self.expiry)
-            && self.breaker.check().is_ok()
-            && let Err(e) = c.refresh_expiry(&self.entry_path(digest), expiry)
+            && let Err(e) = self.guarded(|| c.refresh_expiry(&self.entry_path(digest), expiry))
         {
             debug!("{e}");
         }

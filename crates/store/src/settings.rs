@@ -19,6 +19,7 @@
 //! | `--remote_timeout=SECONDS` | bound on one remote operation (decimals allowed) | `2` |
 //! | `--remote_retry_after=SECONDS` | after a remote failure, use the local cache only this long | `30` |
 //! | `--remote_lease=SECONDS` | expiry of a compile lease, renewed while compiling | `30` |
+//! | `--remote_secret_file=FILE` | a shared secret that authenticates every remote value (`remote/auth.rs`) | none |
 //!
 //! SIZE is a byte count with an optional unit, as ccache writes them: `k`, `M`, `G`, `T` are
 //! decimal (×1000ⁿ), `Ki`, `Mi`, `Gi`, `Ti` binary (×1024ⁿ); a trailing `B` and the letter case
@@ -33,7 +34,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::error::SettingsError;
-use super::remote::{RemoteSettings, RemoteUrl, redact};
+use super::remote::{RemoteSettings, RemoteUrl, Secret, redact};
 
 /// The environment variable the settings are read from.
 pub const FLAGS_VAR: &str = "MLIR_CACHE_KEY_FLAGS";
@@ -128,6 +129,7 @@ pub struct SettingsOverrides {
     pub remote_timeout: Option<Duration>,
     pub remote_retry_after: Option<Duration>,
     pub remote_lease: Option<Duration>,
+    pub remote_secret: Option<Secret>,
 }
 
 impl SettingsOverrides {
@@ -185,6 +187,9 @@ impl SettingsOverrides {
         if let Some(v) = self.remote_lease {
             base.remote.lease = v;
         }
+        if let Some(v) = &self.remote_secret {
+            base.remote.secret = Some(v.clone());
+        }
     }
 }
 
@@ -222,7 +227,7 @@ impl Settings {
 
 const KNOWN_FLAGS: &str = "--cache_dir, --no_cache, --cache_size, --cache_ttl, \
 --retry_failed_compilation, --log_level, --cache_dir_mode, --remote, --remote_read_only, \
---remote_timeout, --remote_retry_after, --remote_lease";
+--remote_timeout, --remote_retry_after, --remote_lease, --remote_secret_file";
 
 fn apply_flag(
     o: &mut SettingsOverrides,
@@ -250,6 +255,7 @@ fn apply_flag(
             | "--remote_timeout"
             | "--remote_retry_after"
             | "--remote_lease"
+            | "--remote_secret_file"
     );
     let is_switch = matches!(
         name,
@@ -306,6 +312,10 @@ fn apply_flag(
         }
         "--remote_lease" => {
             o.remote_lease = Some(parse_seconds(&value, false).map_err(|m| err(&shown, m))?)
+        }
+        "--remote_secret_file" => {
+            o.remote_secret =
+                Some(Secret::read(std::path::Path::new(&value)).map_err(|m| err(&shown, m))?)
         }
         _ => o.dir_mode = Some(parse_dir_mode(&value).map_err(|m| err(&shown, m))?),
     }

@@ -1,9 +1,10 @@
 //! The tiered cache a compile wrapper uses: this host's [`Store`] first, then the shared remote
 //! tier (`remote/`), so every host reuses what any host compiled.
 //!
-//! - lookup: local; on a miss the remote; a remote entry is verified exactly as a local file is
+//! - lookup: local; on a miss the remote; with a shared secret, a value whose HMAC tag does not
+//!   verify is a miss (`remote/auth.rs`); a remote entry is verified exactly as a local file is
 //!   (`entry.rs`: checksums, digest, key) and back-filled into the local store; a value that
-//!   fails verification is counted and never used;
+//!   fails either check is counted and never used;
 //! - claim before compiling: the local per-key `flock` (one compiler per host), then the remote
 //!   lease (one compiler per team); a host that finds the lease held waits for the result, up to
 //!   the same timeout, then compiles itself;
@@ -130,7 +131,7 @@ impl Tiered {
         let Some(remote) = &self.remote else {
             return compile(local, None);
         };
-        let deadline = start + timeout;
+        let deadline = saturating_deadline(start, timeout);
         let mut pause = FIRST_PAUSE;
         let mut announced = false;
         loop {
@@ -236,7 +237,22 @@ impl Tiered {
                 return Ok(Lookup::Miss);
             }
         };
-        let (meta, range) = match entry::decode(&bytes, key.digest()) {
+        let start = match remote.unseal(key.digest(), &bytes) {
+            Ok(start) => start,
+            Err(why) => {
+                if first_look {
+                    warn!(
+                        "the remote entry {} on {} is not authenticated ({why}); not using it",
+                        remote.entry_path(key.digest()),
+                        remote.shown()
+                    );
+                    self.local.count(Counter::RemoteUnauthenticated);
+                }
+                return Ok(Lookup::Miss);
+            }
+        };
+        let bytes = &bytes[start..];
+        let (meta, range) = match entry::decode(bytes, key.digest()) {
             Ok(v) => v,
             Err(DecodeError::Corrupt(c)) => {
                 // Counted and reported once per process and key (rechecks see it again).
@@ -278,7 +294,7 @@ impl Tiered {
         }
         let path = self.local.layout.entry_path(key.digest());
         let payload_len = (range.end - range.start) as u64;
-        if let Err(e) = self.local.publish_parts(key, &meta, payload_len, &[&bytes]) {
+        if let Err(e) = self.local.publish_parts(key, &meta, payload_len, &[bytes]) {
             warn!("cannot copy the remote entry of {key} into the local cache: {e}");
         }
         self.local.count(Counter::RemoteHits);
@@ -348,6 +364,14 @@ impl Tiered {
         });
         remote.fallback(e);
     }
+}
+
+/// `start + timeout`, or a century on when that overflows (`--lock-timeout` is a user's u64).
+fn saturating_deadline(start: Instant, timeout: Duration) -> Instant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 86_400);
+    start
+        .checked_add(timeout)
+        .unwrap_or_else(|| start + CENTURY)
 }
 
 impl Store {

@@ -11,7 +11,7 @@
 use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -42,6 +42,9 @@ pub struct Breaker {
     clock: Arc<dyn Clock>,
     mark: Mutex<Option<Mark>>,
     warned: AtomicBool,
+    /// Failures in this process: a lease taken before one is not released after it (the
+    /// release would pay a second timeout on a stalled server; the lease expires by itself).
+    trips: AtomicU64,
 }
 
 impl Breaker {
@@ -63,6 +66,7 @@ impl Breaker {
             clock,
             mark: Mutex::new(mark),
             warned: AtomicBool::new(false),
+            trips: AtomicU64::new(0),
         }
     }
 
@@ -81,6 +85,7 @@ impl Breaker {
 
     /// Marks the remote down for `retry_after` (in memory and in the file); returns until when.
     pub fn trip(&self, reason: &str) -> UnixMillis {
+        self.trips.fetch_add(1, Ordering::SeqCst);
         let until_ms = self
             .clock
             .now_ms()
@@ -98,6 +103,11 @@ impl Breaker {
         }
         *self.lock() = Some(mark);
         until_ms
+    }
+
+    /// How many failures this process has seen.
+    pub fn trips(&self) -> u64 {
+        self.trips.load(Ordering::SeqCst)
     }
 
     /// The remote answered: clear a mark (ours or an earlier process's).

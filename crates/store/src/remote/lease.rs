@@ -9,16 +9,19 @@
 //!
 //! A holder that dies stops renewing; its lease expires after `ttl` and a waiter takes over.
 //! TOKEN is `host:pid:nanos`, unique per acquisition and readable in "waiting for" messages.
-//! Every call uses short connect, read and write timeouts.
+//!
+//! Latency: one call (connecting included) takes at most the remote timeout. A failure trips
+//! the shared breaker, renewal included, and a lease is not released after a failure (it
+//! expires by itself) nor is its renewer waited for, so a stalled server costs one timeout.
 
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Mutex, PoisonError};
-use std::thread::JoinHandle;
-use std::time::Duration;
+use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use redis::{Client, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo};
 use tracing::{debug, warn};
 
+use super::breaker::Breaker;
 use super::error::RemoteError;
 use super::url::RedisTarget;
 
@@ -36,6 +39,7 @@ pub struct Coordinator {
     timeout: Duration,
     ttl: Duration,
     conn: Mutex<Option<redis::Connection>>,
+    breaker: Arc<Breaker>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -63,6 +67,7 @@ impl Coordinator {
         remote: String,
         timeout: Duration,
         ttl: Duration,
+        breaker: Arc<Breaker>,
     ) -> Result<Coordinator, RemoteError> {
         let mut settings = RedisConnectionInfo::default()
             .set_db(target.db)
@@ -89,6 +94,7 @@ impl Coordinator {
             timeout,
             ttl: ttl.max(Duration::from_millis(300)),
             conn: Mutex::new(None),
+            breaker,
         })
     }
 
@@ -114,12 +120,15 @@ impl Coordinator {
             ));
         }
         Ok(Attempt::Acquired(Box::new(Lease::start(
-            self.client.clone(),
-            self.remote.clone(),
-            key.to_owned(),
-            token,
+            Holder {
+                client: self.client.clone(),
+                remote: self.remote.clone(),
+                key: key.to_owned(),
+                token,
+                timeout: self.timeout,
+                breaker: self.breaker.clone(),
+            },
             self.ttl,
-            self.timeout,
         ))))
     }
 
@@ -159,6 +168,7 @@ impl Coordinator {
             remote: self.remote.clone(),
             source: Box::new(source),
         };
+        let start = Instant::now();
         let mut slot = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.is_none() {
             *slot = Some(connect(&self.client, self.timeout).map_err(err)?);
@@ -169,7 +179,7 @@ impl Coordinator {
                 reason: "no connection".to_owned(),
             });
         };
-        let result = f(conn);
+        let result = within(conn, self.timeout, start).and_then(|()| f(conn));
         if result.is_err() {
             *slot = None;
         }
@@ -178,111 +188,133 @@ impl Coordinator {
 }
 
 fn connect(client: &Client, timeout: Duration) -> redis::RedisResult<redis::Connection> {
-    let conn = client.get_connection_with_timeout(timeout)?;
-    conn.set_read_timeout(Some(timeout))?;
-    conn.set_write_timeout(Some(timeout))?;
-    Ok(conn)
+    client.get_connection_with_timeout(timeout)
 }
 
-/// A held lease; renewed in the background, released on drop.
-pub struct Lease {
+/// Bounds the next command on `conn` by what is left of `timeout` since `start` (connecting
+/// may have used some of it).
+fn within(conn: &redis::Connection, timeout: Duration, start: Instant) -> redis::RedisResult<()> {
+    let left = timeout
+        .saturating_sub(start.elapsed())
+        .max(Duration::from_millis(1));
+    conn.set_read_timeout(Some(left))?;
+    conn.set_write_timeout(Some(left))
+}
+
+/// What the holder of a lease needs to renew and release it.
+#[derive(Clone)]
+struct Holder {
     client: Client,
     remote: String,
     key: String,
     token: String,
     timeout: Duration,
+    breaker: Arc<Breaker>,
+}
+
+impl Holder {
+    /// Runs `script` on the lease (KEYS[1] = key, ARGV[1] = token, then `extra`) on `conn`
+    /// (connecting first), all within one timeout; a failure trips the breaker.
+    fn eval(
+        &self,
+        conn: &mut Option<redis::Connection>,
+        script: &str,
+        extra: Option<u64>,
+    ) -> redis::RedisResult<i64> {
+        let start = Instant::now();
+        let result = (|| {
+            if conn.is_none() {
+                *conn = Some(connect(&self.client, self.timeout)?);
+            }
+            let Some(c) = conn.as_mut() else {
+                unreachable!("connected above")
+            };
+            within(c, self.timeout, start)?;
+            let mut cmd = redis::cmd("EVAL");
+            cmd.arg(script).arg(1).arg(&self.key).arg(&self.token);
+            if let Some(v) = extra {
+                cmd.arg(v);
+            }
+            cmd.query(c)
+        })();
+        if let Err(e) = &result {
+            *conn = None;
+            self.breaker
+                .trip(&format!("cannot keep the compile lease {}: {e}", self.key));
+        }
+        result
+    }
+}
+
+/// A held lease; renewed in the background, released on drop.
+pub struct Lease {
+    holder: Holder,
+    /// The breaker's failure count when acquired.
+    trips: u64,
+    ttl: Duration,
     stop: Option<mpsc::Sender<()>>,
-    renewer: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Lease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lease")
-            .field("key", &self.key)
-            .field("token", &self.token)
+            .field("key", &self.holder.key)
+            .field("token", &self.holder.token)
             .finish_non_exhaustive()
     }
 }
 
 impl Lease {
-    fn start(
-        client: Client,
-        remote: String,
-        key: String,
-        token: String,
-        ttl: Duration,
-        timeout: Duration,
-    ) -> Lease {
+    fn start(holder: Holder, ttl: Duration) -> Lease {
         let (stop, stopped) = mpsc::channel::<()>();
-        let renewer = {
-            let (client, key, token, remote) =
-                (client.clone(), key.clone(), token.clone(), remote.clone());
-            std::thread::Builder::new()
-                .name("mck-lease".to_owned())
-                .spawn(move || {
-                    renew_until_stopped(&client, &remote, &key, &token, ttl, timeout, &stopped)
-                })
-        };
-        let renewer = match renewer {
-            Ok(h) => Some(h),
-            Err(e) => {
-                warn!(
-                    "cannot start renewing the compile lease {key} on {remote}: {e}; it expires in {ttl:?}"
-                );
-                None
-            }
-        };
+        let renewer = holder.clone();
+        let spawned = std::thread::Builder::new()
+            .name("mck-lease".to_owned())
+            .spawn(move || renew_until_stopped(&renewer, ttl, &stopped));
+        if let Err(e) = spawned {
+            warn!(
+                "cannot start renewing the compile lease {} on {}: {e}; it expires in {ttl:?}",
+                holder.key, holder.remote
+            );
+        }
         Lease {
-            client,
-            remote,
-            key,
-            token,
-            timeout,
+            trips: holder.breaker.trips(),
+            holder,
+            ttl,
             stop: Some(stop),
-            renewer,
         }
     }
 
     pub fn key(&self) -> &str {
-        &self.key
+        &self.holder.key
     }
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        // Stop the renewer without waiting for it: it may be stuck on a stalled server. A
+        // renewal that lands after the release finds the token gone and does nothing.
         drop(self.stop.take());
-        if let Some(h) = self.renewer.take() {
-            let _ = h.join();
+        let h = &self.holder;
+        if h.breaker.trips() != self.trips || h.breaker.check().is_err() {
+            debug!(
+                "not releasing the compile lease {} on {}: the remote failed meanwhile; it expires within {:?}",
+                h.key, h.remote, self.ttl
+            );
+            return;
         }
-        let released: redis::RedisResult<i64> =
-            connect(&self.client, self.timeout).and_then(|mut c| {
-                redis::cmd("EVAL")
-                    .arg(RELEASE)
-                    .arg(1)
-                    .arg(&self.key)
-                    .arg(&self.token)
-                    .query(&mut c)
-            });
-        match released {
-            Ok(_) => debug!("released the compile lease {} on {}", self.key, self.remote),
+        match h.eval(&mut None, RELEASE, None) {
+            Ok(_) => debug!("released the compile lease {} on {}", h.key, h.remote),
             // It expires by itself.
             Err(e) => debug!(
                 "cannot release the compile lease {} on {}: {e}",
-                self.key, self.remote
+                h.key, h.remote
             ),
         }
     }
 }
 
-fn renew_until_stopped(
-    client: &Client,
-    remote: &str,
-    key: &str,
-    token: &str,
-    ttl: Duration,
-    timeout: Duration,
-    stopped: &mpsc::Receiver<()>,
-) {
+fn renew_until_stopped(holder: &Holder, ttl: Duration, stopped: &mpsc::Receiver<()>) {
     let every = ttl / 3;
     let mut conn: Option<redis::Connection> = None;
     loop {
@@ -290,32 +322,27 @@ fn renew_until_stopped(
             Err(RecvTimeoutError::Timeout) => {}
             Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
         }
-        if conn.is_none() {
-            conn = connect(client, timeout).ok();
+        if holder.breaker.check().is_err() {
+            continue; // this process uses the remote no more until the breaker half-opens
         }
-        let Some(c) = conn.as_mut() else {
-            debug!("cannot renew the compile lease {key} on {remote}: not connected");
-            continue;
-        };
-        let renewed: redis::RedisResult<i64> = redis::cmd("EVAL")
-            .arg(RENEW)
-            .arg(1)
-            .arg(key)
-            .arg(token)
-            .arg(millis(ttl))
-            .query(c);
+        let renewed = holder.eval(&mut conn, RENEW, Some(millis(ttl)));
+        // Released meanwhile: whatever the renewal said no longer matters.
+        if !matches!(stopped.try_recv(), Err(TryRecvError::Empty)) {
+            return;
+        }
         match renewed {
             Ok(1) => {}
             Ok(_) => {
                 warn!(
-                    "lost the compile lease {key} on {remote} (it expired); another host may compile the same key"
+                    "lost the compile lease {} on {} (it expired); another host may compile the same key",
+                    holder.key, holder.remote
                 );
                 return;
             }
-            Err(e) => {
-                debug!("cannot renew the compile lease {key} on {remote}: {e}");
-                conn = None;
-            }
+            Err(e) => debug!(
+                "cannot renew the compile lease {} on {}: {e}",
+                holder.key, holder.remote
+            ),
         }
     }
 }

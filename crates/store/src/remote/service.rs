@@ -79,7 +79,7 @@ impl Service {
         let extra = Duration::from_secs(bytes.len() as u64 / WRITE_BYTES_PER_SECOND);
         self.bounded(
             "write an entry",
-            self.timeout + extra,
+            self.timeout.saturating_add(extra),
             self.op.write(path, bytes),
         )?
         .map(|_| ())
