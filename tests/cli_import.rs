@@ -419,7 +419,11 @@ fn archives_claiming_huge_members_import_in_bounded_memory() {
         write_tar(&file, &members);
         let (rss, code) = peak_rss_kib(f.mck("dst").args(["runs", "import"]).arg(&file));
         eprintln!("{what}: peak RSS {rss} KiB (runs list: {baseline} KiB)");
-        assert_eq!(code, Some(common::EX_DATAERR), "{what}: refused as a bad input");
+        assert_eq!(
+            code,
+            Some(common::EX_DATAERR),
+            "{what}: refused as a bad input"
+        );
         assert!(
             rss - baseline < MAX_EXTRA_RSS_KIB,
             "{what}: peak RSS {rss} KiB, {} KiB above `runs list`",

@@ -58,7 +58,11 @@ impl Manifest {
         let mut used = BTreeSet::new();
         for line in &self.entries {
             line.check()?;
-            if !lines.insert((line.address.as_str(), line.key.as_str(), line.state.as_str())) {
+            if !lines.insert((
+                line.address.as_str(),
+                line.key.as_str(),
+                line.state.as_str(),
+            )) {
                 return Err(format!(
                     "the line for address {} appears twice",
                     shorten(&line.address)
