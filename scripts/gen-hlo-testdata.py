@@ -24,6 +24,10 @@ XLA takes from a per-process counter, are those of a fresh run):
   protobuf descriptors compiled into this jaxlib (the test in
   crates/hlo compares its table with it);
 - MANIFEST: versions.
+
+With `--check BIN` it writes nothing: it canonicalizes each proto with
+`BIN canon` and has jaxlib's XLA load both, checking that the modules print
+the same (XLA's fingerprint form, which leaves metadata out).
 """
 
 import os
@@ -245,9 +249,32 @@ def field_table():
     return "\n".join(lines) + "\n"
 
 
+def check(binary):
+    """XLA loads every canonical proto, and it prints as the input does (metadata aside)."""
+    import tempfile
+    from jaxlib import _hlo
+    options = _hlo.HloPrintOptions.fingerprint()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in MODULES:
+            original = os.path.join(OUT, f"{name}.pb")
+            canonical = os.path.join(tmp, f"{name}.pb")
+            subprocess.run([binary, "canon", original, "-o", canonical], check=True)
+            texts = []
+            for path in (original, canonical):
+                with open(path, "rb") as file:
+                    module = _hlo.HloModule.from_serialized_hlo_module_proto(file.read())
+                texts.append(module.to_string(options))
+            if texts[0] != texts[1]:
+                sys.exit(f"{name}: the canonical proto prints differently in XLA")
+            print(f"{name}: XLA loads the canonical proto; same module")
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--one":
         one(sys.argv[2], sys.argv[3])
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "--check":
+        check(sys.argv[2])
         return
     import jax
     import jaxlib

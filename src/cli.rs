@@ -14,6 +14,7 @@ mod kernels;
 mod key;
 mod key_args;
 mod logging;
+mod module;
 mod output;
 mod runs;
 mod settings;
