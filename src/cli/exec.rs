@@ -103,7 +103,7 @@ fn key_record(args: &Args, request: &ExecRequest) -> Result<KeyRecord, CliError>
 }
 
 /// A status as a process exit code: 0 stays 0, anything else is clamped to 1–255.
-fn exit_code(status: i32) -> ExitCode {
+pub(super) fn exit_code(status: i32) -> ExitCode {
     if status == 0 {
         ExitCode::SUCCESS
     } else {
