@@ -7,6 +7,7 @@ mod addresses;
 mod cache;
 mod cache_text;
 mod canon;
+mod compilers;
 mod error;
 mod exec;
 mod input;
@@ -14,11 +15,13 @@ mod kernels;
 mod key;
 mod key_args;
 mod logging;
+mod module;
 mod output;
 mod run_status;
 mod runs;
 mod settings;
 mod why;
+mod wrap;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -56,6 +59,10 @@ enum Command {
     /// Run a compiler through the cache (like ccache): reuse its output for
     /// the same module, compiler binary, arguments and environment.
     Exec(exec::Args),
+    /// Run a known compiler through the cache, finding its input and output
+    /// in its own arguments (a drop-in wrapper; also used when this binary is
+    /// invoked through a symlink named mlir-opt, iree-compile or neuronx-cc).
+    Wrap(wrap::Args),
     /// Inspect and manage the persistent cache.
     Cache(Managed<cache::Command>),
     /// Run records: what each run used at each address; export and import.
@@ -71,8 +78,19 @@ struct Managed<C: Subcommand> {
     command: C,
 }
 
-/// Parses the process arguments and runs the command.
+/// Parses the process arguments and runs the command; invoked through a
+/// symlink named after a known compiler, wraps that compiler.
 pub fn main() -> ExitCode {
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    let invoked_as = std::path::Path::new(&argv0)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string();
+    if compilers::known(&invoked_as).is_some() {
+        logging::init(flags_level());
+        return wrap::masquerade(&invoked_as);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -85,18 +103,20 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    // The command line wins; else --log_level of MLIR_CACHE_KEY_FLAGS (a bad
-    // variable is reported when the cache is opened).
-    let level = cli.log_level.or_else(|| {
-        let settings = settings::CacheOptions::default().settings().ok()?;
-        std::env::var_os(crate::store::FLAGS_VAR)?;
-        Some(logging::Level::from(settings.log_level))
-    });
-    logging::init(level);
+    // The command line wins; else --log_level of MLIR_CACHE_KEY_FLAGS.
+    logging::init(cli.log_level.or_else(flags_level));
     match run(cli) {
         Ok(code) => code,
         Err(e) => e.report(),
     }
+}
+
+/// --log_level of MLIR_CACHE_KEY_FLAGS, when set (a bad variable is reported
+/// when the cache is opened).
+fn flags_level() -> Option<logging::Level> {
+    let settings = settings::CacheOptions::default().settings().ok()?;
+    std::env::var_os(crate::store::FLAGS_VAR)?;
+    Some(logging::Level::from(settings.log_level))
 }
 
 fn run(cli: Cli) -> Result<ExitCode, error::CliError> {
@@ -106,6 +126,7 @@ fn run(cli: Cli) -> Result<ExitCode, error::CliError> {
         Command::Key(args) => key::run(args),
         Command::Why(args) => why::run(args),
         Command::Exec(args) => exec::run(args),
+        Command::Wrap(args) => wrap::run(args),
         Command::Cache(m) => cache::run(m.command, &m.cache),
         Command::Runs(m) => runs::run(m.command, &m.cache),
     }

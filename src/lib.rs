@@ -14,6 +14,7 @@ mod plugin;
 // The MLIR-free crates, under the names the pipeline uses.
 pub use mck_bytecode as bytecode;
 pub use mck_exec as exec;
+pub use mck_hlo as hlo;
 pub use mck_key as key;
 pub use mck_store as store;
 

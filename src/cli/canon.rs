@@ -1,6 +1,7 @@
 //! `mlir-cache-key canon`: canonical bytecode, its text, or its digest.
 
 use super::error::CliError;
+use super::module::{InputFormat, canonical_hlo};
 use super::{input, output};
 use crate::canon::{CanonicalModule, KernelMode, Options, timings};
 use crate::mlir::{new_context, parse_module};
@@ -10,15 +11,20 @@ use std::process::ExitCode;
 /// Options shared by every command that canonicalizes a module.
 #[derive(Debug, Clone, clap::Args)]
 pub struct CanonFlags {
+    /// What MODULE is: an XLA HloModuleProto, MLIR, or told from its content.
+    #[arg(long, value_enum, default_value = "auto", value_name = "FORMAT")]
+    pub input_format: InputFormat,
     /// Keep debug locations (skip strip-debuginfo and kernel stripping), like
-    /// JAX's jax_compilation_cache_include_metadata_in_key.
+    /// JAX's jax_compilation_cache_include_metadata_in_key; for HLO, keep the
+    /// OpMetadata source locations and the stack-frame index.
     #[arg(long)]
     pub keep_locations: bool,
     /// Replace the process address of CustomSPMDPartitioning custom calls by
-    /// "REMOVED", so runs share keys.
+    /// "REMOVED", so runs share keys (MLIR only).
     #[arg(long)]
     pub ignore_custom_partitioning: bool,
-    /// What to do with kernels embedded in custom calls.
+    /// What to do with kernels embedded in custom calls (MLIR only: HLO
+    /// custom calls are kept as they are).
     #[arg(long, value_enum, default_value = "strip")]
     pub kernels: KernelArg,
 }
@@ -50,13 +56,15 @@ pub enum Emit {
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// MLIR text or bytecode (optionally gzip-compressed); `-` reads stdin.
+    /// MLIR text or bytecode, or a serialized XLA HloModuleProto (optionally
+    /// gzip-compressed); `-` reads stdin.
     input: PathBuf,
     /// Where to write the output [default: stdout].
     #[arg(short, long, value_name = "OUT")]
     output: Option<PathBuf>,
-    /// Output canonical bytecode, or its MLIR text (generic form; with every
-    /// location inline when --keep-locations keeps them in the bytes).
+    /// Output canonical bytecode (HLO: the canonical proto), or its text
+    /// (MLIR generic form, with every location inline when --keep-locations
+    /// keeps them in the bytes; HLO: one field per line).
     #[arg(long, value_enum, default_value = "bytecode")]
     emit: Emit,
     /// Print the SHA-256 of the canonical bytecode instead of the bytes.
@@ -72,6 +80,9 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let input = input::read(&args.input)?;
+    if args.canon.input_format.is_hlo(&input.bytes) {
+        return run_hlo(&args, &input);
+    }
     let options = args.canon.options();
     let context = new_context();
     if args.timings {
@@ -93,6 +104,32 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     match args.emit {
         Emit::Text => finish(args.output, canonical.text().as_bytes()),
         Emit::Bytecode => finish(args.output, &canonical.to_bytes().map_err(CliError::other)?),
+    }
+}
+
+/// `canon` of an HloModuleProto: the canonical proto, its text view, or its digest.
+fn run_hlo(args: &Args, input: &input::Input) -> Result<ExitCode, CliError> {
+    let start = std::time::Instant::now();
+    let canonical = canonical_hlo(input, &args.canon)?;
+    if args.timings {
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        eprintln!("{:>24}: {ms:>10.3} ms", "hlo canonicalize");
+        eprintln!(
+            "{:>24}: {:>10} bytes",
+            "canonical proto",
+            canonical.bytes.len()
+        );
+    }
+    let output = args.output.clone();
+    if args.digest {
+        return finish(
+            output,
+            format!("{}\n", hex::encode(canonical.digest())).as_bytes(),
+        );
+    }
+    match args.emit {
+        Emit::Text => finish(output, canonical.text().as_bytes()),
+        Emit::Bytecode => finish(output, &canonical.bytes),
     }
 }
 

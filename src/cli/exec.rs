@@ -5,15 +5,12 @@
 use super::address_args::AddressArgs;
 use super::canon::CanonFlags;
 use super::error::{CliError, Failure};
-use super::input;
+use super::module::with_computation;
 use super::settings::CacheOptions;
-use crate::canon::{CanonicalModule, module_name};
 use crate::exec::compiler_check::CompilerCheck;
 use crate::exec::{AtAddress, ExecError, ExecRequest, Finished};
-use crate::key::{Computation, KeyRecord};
-use crate::mlir::{new_context, parse_module};
+use crate::key::KeyRecord;
 use crate::store::Tiered;
-use anyhow::anyhow;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -21,13 +18,15 @@ use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The module the command compiles (MLIR text or bytecode).
+    /// The module the command compiles (MLIR text or bytecode, or an XLA
+    /// HloModuleProto).
     #[arg(long, value_name = "MODULE")]
     input: PathBuf,
     /// The file the command writes: stored on success, restored on a hit.
     #[arg(long, value_name = "FILE")]
     output: PathBuf,
-    /// The key's prefix [default: the module's sym_name].
+    /// The key's prefix [default: the module's sym_name, or the
+    /// HloModuleProto's name].
     #[arg(long, value_name = "NAME")]
     module_name: Option<String>,
     /// Another environment variable that can change the output (repeatable;
@@ -115,34 +114,24 @@ fn key_record(
     request: &ExecRequest,
     digest_cache: &Path,
 ) -> Result<KeyRecord, CliError> {
-    let module = input::read(&args.input)?;
-    let context = new_context();
-    let parsed = parse_module(&context, &module.bytes, &module.name).map_err(CliError::input)?;
-    let name = args
-        .module_name
-        .clone()
-        .or_else(|| module_name(&parsed))
-        .ok_or_else(|| {
-            CliError::input(anyhow!(
-                "{}: the module has no sym_name to name its key; pass --module-name",
-                module.name
-            ))
-        })?;
-    let canonical = CanonicalModule::from_owned(parsed, &args.canon.options())?;
-    let computation = Computation::Module {
-        module: &canonical,
-        record_text: true,
-    };
-    Ok(crate::exec::exec_key(
-        request,
-        name,
-        computation,
-        Some(digest_cache),
-    )?)
+    with_computation(
+        &args.input,
+        &args.canon,
+        args.module_name.clone(),
+        true,
+        |name, computation| {
+            Ok(crate::exec::exec_key(
+                request,
+                name,
+                computation,
+                Some(digest_cache),
+            )?)
+        },
+    )
 }
 
 /// A status as a process exit code: 0 stays 0, anything else is clamped to 1–255.
-fn exit_code(status: i32) -> ExitCode {
+pub(super) fn exit_code(status: i32) -> ExitCode {
     if status == 0 {
         ExitCode::SUCCESS
     } else {

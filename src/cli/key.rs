@@ -4,17 +4,17 @@
 use super::canon::CanonFlags;
 use super::error::CliError;
 use super::key_args::KeyArgs;
-use super::{input, output};
-use crate::canon::{CanonicalModule, module_name};
+use super::module::with_computation;
+use super::output;
 use crate::key::{Computation, KeyRecord, Readable, compute};
-use crate::mlir::{new_context, parse_module};
 use anyhow::{Context as _, anyhow};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The module (MLIR text or bytecode; `-` reads stdin).
+    /// The module (MLIR text or bytecode, or an XLA HloModuleProto; `-` reads
+    /// stdin).
     #[arg(required_unless_present = "computation_bytes")]
     input: Option<PathBuf>,
     /// Use these bytes as the computation entry instead of canonicalizing
@@ -26,7 +26,8 @@ pub struct Args {
         requires = "module_name"
     )]
     computation_bytes: Option<PathBuf>,
-    /// The key's prefix [default: the module's sym_name].
+    /// The key's prefix [default: the module's sym_name, or the
+    /// HloModuleProto's name].
     #[arg(long, value_name = "NAME")]
     module_name: Option<String>,
     /// Print JAX's 16 trace lines and the flag decisions to stderr.
@@ -80,24 +81,13 @@ pub fn record_for(
         return compute(Computation::Bytes(&bytes), &key.inputs(name)?).map_err(CliError::input);
     }
     let path = input.ok_or_else(|| CliError::input(anyhow!("no input module")))?;
-    let input = input::read(path)?;
-    let context = new_context();
-    let module = parse_module(&context, &input.bytes, &input.name).map_err(CliError::input)?;
-    let name = match module_name_override.or_else(|| module_name(&module)) {
-        Some(name) => name,
-        None => {
-            return Err(CliError::input(anyhow!(
-                "{}: the module has no sym_name to name its key; pass --module-name",
-                input.name
-            )));
-        }
-    };
-    let canonical = CanonicalModule::from_owned(module, &canon.options())?;
-    let computation = Computation::Module {
-        module: &canonical,
+    with_computation(
+        path,
+        canon,
+        module_name_override,
         record_text,
-    };
-    compute(computation, &key.inputs(name)?).map_err(CliError::input)
+        |name, computation| compute(computation, &key.inputs(name)?).map_err(CliError::input),
+    )
 }
 
 /// JAX's log lines for a key: flag decisions in hash order, then the trace.

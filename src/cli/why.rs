@@ -47,7 +47,8 @@ fn side(path: &Path, args: &Args) -> Result<KeyRecord, CliError> {
     let bytes = std::fs::read(path)
         .with_context(|| format!("cannot read {}", path.display()))
         .map_err(CliError::input)?;
-    if bytes.trim_ascii_start().starts_with(b"{") {
+    let hlo = args.canon.input_format.is_hlo(&bytes);
+    if !hlo && bytes.trim_ascii_start().starts_with(b"{") {
         return serde_json::from_slice(&bytes)
             .with_context(|| format!("{} is not a `key --json` report", path.display()))
             .map_err(CliError::input);

@@ -44,6 +44,15 @@ pub fn run(
         explain_miss(store.local(), &key, record);
         let outcome = compiler::run(&request.command, &request.output)?;
         compiler_status = outcome.exit_code();
+        match &outcome {
+            Outcome::Success(_) => tracing::info!("Compiler status PASS"),
+            Outcome::Failed(_) => {
+                tracing::info!("Compiler status FAIL (exit status {compiler_status})")
+            }
+            Outcome::Killed(signal) => {
+                tracing::info!("Compiler status FAIL (killed by signal {signal})")
+            }
+        }
         Ok::<_, ExecError>(match outcome {
             Outcome::Success(bytes) => Compiled::Success(bytes),
             Outcome::Failed(failure) => Compiled::Failed(failure),

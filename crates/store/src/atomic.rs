@@ -90,7 +90,12 @@ fn publish_with_prefix(
     }
     tmp.persist(dest)
         .map_err(|e| StoreError::io("rename a temporary file into place at", dest, e.error))?;
-    if fsync && let Some(dir) = dest.parent() {
+    if fsync {
+        // A bare file name's directory is the current one (its parent is "").
+        let dir = dest
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         fsutil::sync_dir(dir).map_err(|e| StoreError::io("fsync directory", dir, e))?;
     }
     Ok(written)

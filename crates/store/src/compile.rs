@@ -8,9 +8,9 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use tracing::warn;
+use tracing::{info, warn};
 
-use super::cache::{Artefact, CachedFailure, Lookup};
+use super::cache::{Artefact, CachedFailure, Lookup, PutOutcome};
 use super::entry::Failure;
 use super::error::StoreError;
 use super::key::CacheKey;
@@ -75,16 +75,20 @@ impl Tiered {
         };
         let compiled = compile()?;
         match &compiled {
-            Compiled::Success(bytes) => {
-                if let Err(e) = self.put(key, bytes, ingredients) {
-                    warn!("could not store the artefact of {key}: {e}");
+            Compiled::Success(bytes) => match self.put(key, bytes, ingredients) {
+                Ok(PutOutcome::Stored { path, .. }) => {
+                    info!("Stored the artefact at {}", path.display())
                 }
-            }
-            Compiled::Failed(failure) => {
-                if let Err(e) = self.put_failure(key, failure, ingredients) {
-                    warn!("could not remember the failed compilation of {key}: {e}");
+                Ok(PutOutcome::KeptExisting { .. }) => {}
+                Err(e) => warn!("could not store the artefact of {key}: {e}"),
+            },
+            Compiled::Failed(failure) => match self.put_failure(key, failure, ingredients) {
+                Ok(PutOutcome::Stored { path, .. }) => {
+                    info!("Stored the failed compilation at {}", path.display())
                 }
-            }
+                Ok(PutOutcome::KeptExisting { .. }) => {}
+                Err(e) => warn!("could not remember the failed compilation of {key}: {e}"),
+            },
             Compiled::Abandoned(why) => {
                 warn!("{why}; not remembered as a failure");
             }

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Generates the HloModuleProto test data under tests/data/hlo/ with JAX.
+
+Run in a JAX 0.12.0.1 venv (Python 3.12):
+
+    python3.12 -m venv /work/venv-hlo
+    /work/venv-hlo/bin/pip install jax==0.12.0.1 jaxlib==0.12.0.1
+    /work/venv-hlo/bin/python scripts/gen-hlo-testdata.py
+
+What it writes (each module lowered in a fresh process, so module ids, which
+XLA takes from a per-process counter, are those of a fresh run):
+
+- mlp.a.pb, mlp.b.pb: the same function from two "checkouts" (another file
+  name, other lines and columns, one Python call deeper): the protos differ
+  only in OpMetadata stack_frame_id and the module's StackFrameIndexProto;
+- mlp.const.pb, mlp.shape.pb, mlp.op.pb: one change each (a constant, an
+  input shape, an op) against mlp.a;
+- loop.a.pb, loop.b.pb: a fori_loop (a while with its condition and body
+  computations) from two checkouts;
+- legacy.a.pb, legacy.b.pb: the older metadata style (source_file,
+  source_line, source_column and their end) written by XLA's own HLO text
+  parser, from two checkouts;
+- fields.txt: the field table of the messages mck-hlo opens, read from the
+  protobuf descriptors compiled into this jaxlib (the test in
+  crates/hlo compares its table with it);
+- MANIFEST: versions.
+
+With `--check BIN` it writes nothing: it canonicalizes each proto with
+`BIN canon` and has jaxlib's XLA load both, checking that the modules print
+the same (XLA's fingerprint form, which leaves metadata out).
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "hlo")
+
+# name: (program, file name, lines of padding, body indent, variant)
+MODULES = {
+    "mlp.a": ("mlp", "/home/ci/checkout-a/model.py", 0, "", {}),
+    "mlp.b": ("mlp", "/srv/build/checkout-b/src/model.py", 7, "    ", {"helper": True}),
+    "mlp.const": ("mlp", "/home/ci/checkout-a/model.py", 0, "", {"const": "3.0"}),
+    "mlp.shape": ("mlp", "/home/ci/checkout-a/model.py", 0, "", {"k": 16}),
+    "mlp.op": ("mlp", "/home/ci/checkout-a/model.py", 0, "", {"op": "sin"}),
+    "loop.a": ("loop", "/home/ci/checkout-a/train.py", 0, "", {}),
+    "loop.b": ("loop", "/srv/build/checkout-b/train.py", 12, "  ", {}),
+    "legacy.a": ("legacy", "/home/ci/checkout-a/model.py", 0, "", {}),
+    "legacy.b": ("legacy", "/srv/build/checkout-b/src/model.py", 9, "  ", {}),
+}
+
+MLP = """\
+import jax.numpy as jnp
+{pad}
+def f(x, w):
+    return {indent}jnp.{op}(x @ w + {const}).sum(axis=0)
+"""
+
+# The same function, its body one Python call deeper (more stack frames).
+MLP_HELPER = """\
+import jax.numpy as jnp
+{pad}
+def layer(x, w):
+    return {indent}jnp.{op}(x @ w + {const}).sum(axis=0)
+
+def f(x, w):
+    return layer(x, w)
+"""
+
+LOOP = """\
+import jax
+import jax.numpy as jnp
+{pad}
+def f(x):
+    def body(i, acc):
+        return {indent}acc * 0.5 + jnp.cos(acc) + i
+    return jax.lax.fori_loop(0, 8, body, x)
+"""
+
+# XLA's text format with the metadata of older frontends (no stack frames).
+LEGACY = """\
+HloModule jit_g, entry_computation_layout={{(f32[4,8]{{1,0}})->f32[4,8]{{1,0}}}}
+
+ENTRY main {{
+  x = f32[4,8]{{1,0}} parameter(0), metadata={{op_name="x"}}
+  c = f32[] constant(2), metadata={{op_type="mul" op_name="jit(g)/mul" source_file="{file}" source_line={l1} source_end_line={l1} source_column={c1} source_end_column={e1}}}
+  b = f32[4,8]{{1,0}} broadcast(c), dimensions={{}}, metadata={{op_type="mul" op_name="jit(g)/mul" source_file="{file}" source_line={l1} source_column={c1}}}
+  m = f32[4,8]{{1,0}} multiply(x, b), metadata={{op_type="mul" op_name="jit(g)/mul" source_file="{file}" source_line={l1} source_end_line={l1} source_column={c1} source_end_column={e1}}}
+  ROOT t = f32[4,8]{{1,0}} tanh(m), metadata={{op_type="tanh" op_name="jit(g)/tanh" source_file="{file}" source_line={l2} source_end_line={l2} source_column={c2} source_end_column={e2}}}
+}}
+"""
+
+
+def one(name, out):
+    import jax
+    import jax.numpy as jnp
+    from jaxlib import _hlo
+
+    program, filename, pad, indent, variant = MODULES[name]
+    if program == "legacy":
+        text = LEGACY.format(file=filename, l1=3 + pad, c1=5 + len(indent), e1=14 + len(indent),
+                             l2=4 + pad, c2=5, e2=20)
+        proto = _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+    else:
+        template = LOOP
+        if program == "mlp":
+            template = MLP_HELPER if variant.get("helper") else MLP
+        source = template.format(pad="\n" * pad, indent=indent, op=variant.get("op", "tanh"),
+                                 const=variant.get("const", "2.0"))
+        namespace = {}
+        exec(compile(source, filename, "exec"), namespace)
+        f = namespace["f"]
+        if program == "mlp":
+            k = variant.get("k", 8)
+            args = (jax.ShapeDtypeStruct((4, k), jnp.float32),
+                    jax.ShapeDtypeStruct((k, 3), jnp.float32))
+        else:
+            args = (jax.ShapeDtypeStruct((4, 8), jnp.float32),)
+        computation = jax.jit(f).lower(*args).compiler_ir("hlo")
+        proto = computation.as_serialized_hlo_module_proto()
+    with open(out, "wb") as file:
+        file.write(proto)
+
+
+# --- The field table, from the descriptors compiled into jaxlib -------------
+#
+# jaxlib carries the serialized FileDescriptorProto of every .proto it was
+# built from; the table is read from those bytes with a minimal wire reader
+# (no protobuf package needed).
+
+DESCRIBED = [
+    "HloModuleProto", "HloComputationProto", "HloInstructionProto", "OpMetadata",
+    "StackFrameIndexProto", "StackFrameIndexProto.FileLocation",
+    "StackFrameIndexProto.StackFrame", "HloScheduleProto",
+    "HloScheduleProto.SequencesEntry", "HloScheduleProto.InstructionSequence",
+    "FrontendAttributes", "FrontendAttributes.MapEntry",
+]
+TYPES = {1: "double", 2: "float", 3: "int64", 4: "uint64", 5: "int32", 6: "fixed64",
+         7: "fixed32", 8: "bool", 9: "string", 10: "group", 11: "message", 12: "bytes",
+         13: "uint32", 14: "enum", 15: "sfixed32", 16: "sfixed64", 17: "sint32", 18: "sint64"}
+LABELS = {1: "optional", 2: "required", 3: "repeated"}
+
+
+def varint(b, i):
+    value = shift = 0
+    while True:
+        byte = b[i]
+        i += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, i
+
+
+def fields_of(b):
+    """(number, wire type, value) of a message's fields."""
+    i = 0
+    while i < len(b):
+        key, i = varint(b, i)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = varint(b, i)
+        elif wire == 2:
+            length, i = varint(b, i)
+            value, i = b[i:i + length], i + length
+        elif wire == 1:
+            value, i = b[i:i + 8], i + 8
+        elif wire == 5:
+            value, i = b[i:i + 4], i + 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        if i > len(b):
+            raise ValueError("past the end")
+        yield number, wire, value
+
+
+def file_descriptor(data, name):
+    """The FileDescriptorProto named `name` in a binary: its fields up to the
+    first key a FileDescriptorProto cannot have."""
+    start = data.index(b"\x0a" + bytes([len(name)]) + name.encode())
+    i = start
+    while True:
+        try:
+            key, j = varint(data, i)
+            number, wire = key >> 3, key & 7
+            if not 1 <= number <= 14 or wire not in (0, 2):
+                break
+            if wire == 2:
+                length, j = varint(data, j)
+                j += length
+            else:
+                _, j = varint(data, j)
+        except IndexError:
+            break
+        i = j
+    return data[start:i]
+
+
+def messages(descriptors, prefix=""):
+    """Every message of a list of serialized DescriptorProtos, nested ones included:
+    {qualified name: [field]}."""
+    found = {}
+    for descriptor in descriptors:
+        name, fields, nested = None, [], []
+        for n, _, v in fields_of(descriptor):
+            if n == 1:
+                name = v.decode()
+            elif n == 2:
+                field = {"oneof": False, "type_name": ""}
+                for fn, _, fv in fields_of(v):
+                    if fn == 1:
+                        field["name"] = fv.decode()
+                    elif fn == 3:
+                        field["number"] = fv
+                    elif fn == 4:
+                        field["label"] = LABELS[fv]
+                    elif fn == 5:
+                        field["type"] = TYPES[fv]
+                    elif fn == 6:
+                        field["type_name"] = fv.decode()
+                    elif fn == 9:
+                        field["oneof"] = True
+                fields.append(field)
+            elif n == 3:
+                nested.append(v)
+        found[prefix + name] = fields
+        found.update(messages(nested, prefix + name + "."))
+    return found
+
+
+def field_table():
+    import jaxlib
+    path = os.path.join(os.path.dirname(jaxlib.__file__), "libjax_common.so")
+    with open(path, "rb") as file:
+        data = file.read()
+    found = {}
+    for proto in ("xla/service/hlo.proto", "xla/xla_data.proto"):
+        file_fields = fields_of(file_descriptor(data, proto))
+        found.update(messages([v for n, _, v in file_fields if n == 4]))
+    lines = []
+    for msg in DESCRIBED:
+        for f in sorted(found[msg], key=lambda f: f["number"]):
+            kind = f["type_name"].lstrip(".") if f["type"] in ("message", "enum") else f["type"]
+            if f["type"] == "enum":
+                kind = "enum"
+            presence = " presence" if f["oneof"] else ""
+            lines.append(f"{msg} {f['number']} {f['name']} {kind} {f['label']}{presence}")
+    return "\n".join(lines) + "\n"
+
+
+def check(binary):
+    """XLA loads every canonical proto, and it prints as the input does (metadata aside)."""
+    import tempfile
+    from jaxlib import _hlo
+    options = _hlo.HloPrintOptions.fingerprint()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in MODULES:
+            original = os.path.join(OUT, f"{name}.pb")
+            canonical = os.path.join(tmp, f"{name}.pb")
+            subprocess.run([binary, "canon", original, "-o", canonical], check=True)
+            texts = []
+            for path in (original, canonical):
+                with open(path, "rb") as file:
+                    module = _hlo.HloModule.from_serialized_hlo_module_proto(file.read())
+                texts.append(module.to_string(options))
+            if texts[0] != texts[1]:
+                sys.exit(f"{name}: the canonical proto prints differently in XLA")
+            print(f"{name}: XLA loads the canonical proto; same module")
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--one":
+        one(sys.argv[2], sys.argv[3])
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "--check":
+        check(sys.argv[2])
+        return
+    import jax
+    import jaxlib
+    import jaxlib.version
+    os.makedirs(OUT, exist_ok=True)
+    for name in MODULES:
+        out = os.path.join(OUT, f"{name}.pb")
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--one", name, out], check=True)
+        print(f"wrote {os.path.relpath(out)} ({os.path.getsize(out)} bytes)")
+    with open(os.path.join(OUT, "fields.txt"), "w") as file:
+        file.write(f"# xla/service/hlo.proto and xla/xla_data.proto as compiled into jaxlib "
+                   f"{jaxlib.__version__} (jax commit {jaxlib.version._git_hash})\n")
+        file.write("# message number name kind label [presence: in a oneof]\n")
+        file.write(field_table())
+    with open(os.path.join(OUT, "MANIFEST"), "w") as file:
+        file.write(f"jax {jax.__version__}\njaxlib {jaxlib.__version__}\n"
+                   f"jaxlib git hash {jaxlib.version._git_hash}\n"
+                   f"python {sys.version.split()[0]}\n"
+                   "generator scripts/gen-hlo-testdata.py\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+//! What a MODULE argument is (MLIR or an XLA HloModuleProto, from its content or
+//! `--input-format`), and its canonical form as the key's computation entry.
+
+use super::canon::CanonFlags;
+use super::error::CliError;
+use super::input::{self, Input};
+use crate::canon::{CanonicalModule, module_name};
+use crate::key::{CanonicalSource, Computation, SourceError};
+use crate::mlir::{new_context, parse_module};
+use anyhow::anyhow;
+use std::path::Path;
+
+/// The input's format.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum InputFormat {
+    /// An HloModuleProto when the bytes parse as one or are binary but not
+    /// MLIR bytecode; else MLIR.
+    #[default]
+    Auto,
+    /// A serialized xla.HloModuleProto.
+    Hlo,
+    /// MLIR text or bytecode.
+    Mlir,
+}
+
+impl InputFormat {
+    /// Whether `bytes` are to be read as an HloModuleProto.
+    pub fn is_hlo(self, bytes: &[u8]) -> bool {
+        match self {
+            InputFormat::Auto => crate::hlo::sniff(bytes) || binary_not_mlir(bytes),
+            InputFormat::Hlo => true,
+            InputFormat::Mlir => false,
+        }
+    }
+}
+
+/// Binary (not UTF-8) and not MLIR bytecode: a damaged proto gets the HLO error, not MLIR's.
+fn binary_not_mlir(bytes: &[u8]) -> bool {
+    !bytes.starts_with(b"ML\xefR") && std::str::from_utf8(bytes).is_err()
+}
+
+/// The canonical HloModuleProto of an input read as one.
+pub fn canonical_hlo(input: &Input, canon: &CanonFlags) -> Result<crate::hlo::Canonical, CliError> {
+    let options = crate::hlo::Options {
+        keep_locations: canon.keep_locations,
+    };
+    crate::hlo::canonicalize(&input.bytes, &options).map_err(|e| {
+        let hint = match canon.input_format {
+            InputFormat::Auto => " (read as an HloModuleProto; --input-format mlir reads MLIR)",
+            _ => "",
+        };
+        CliError::input(anyhow!("{}: {e}{hint}", input.name))
+    })
+}
+
+/// A canonical HloModuleProto as the key's computation: its bytes, and its text view for
+/// explaining misses.
+pub struct HloSource<'a>(pub &'a crate::hlo::Canonical);
+
+impl CanonicalSource for HloSource<'_> {
+    fn write_to(&self, sink: &mut dyn FnMut(&[u8])) -> Result<(), SourceError> {
+        sink(&self.0.bytes);
+        Ok(())
+    }
+    fn text(&self) -> String {
+        self.0.text()
+    }
+}
+
+/// Reads and canonicalizes the module at `path` (MLIR or HLO) and hands `f` its name (the
+/// override, else MLIR's `sym_name` or the HloModuleProto's `name`) and its computation.
+pub fn with_computation<R>(
+    path: &Path,
+    canon: &CanonFlags,
+    name_override: Option<String>,
+    record_text: bool,
+    f: impl FnOnce(String, Computation<'_>) -> Result<R, CliError>,
+) -> Result<R, CliError> {
+    let input = input::read(path)?;
+    let missing_name = |what: &str| {
+        CliError::input(anyhow!(
+            "{}: the module has no {what} to name its key; pass --module-name",
+            input.name
+        ))
+    };
+    if canon.input_format.is_hlo(&input.bytes) {
+        let canonical = canonical_hlo(&input, canon)?;
+        let name = match name_override {
+            Some(name) => name,
+            None if !canonical.name.is_empty() => canonical.name.clone(),
+            None => return Err(missing_name("name")),
+        };
+        let source = HloSource(&canonical);
+        return f(
+            name,
+            Computation::Module {
+                module: &source,
+                record_text,
+            },
+        );
+    }
+    let context = new_context();
+    let module = parse_module(&context, &input.bytes, &input.name).map_err(CliError::input)?;
+    let name = match name_override.or_else(|| module_name(&module)) {
+        Some(name) => name,
+        None => return Err(missing_name("sym_name")),
+    };
+    let canonical = CanonicalModule::from_owned(module, &canon.options())?;
+    f(
+        name,
+        Computation::Module {
+            module: &canonical,
+            record_text,
+        },
+    )
+}
