@@ -17,8 +17,9 @@
 //!
 //! Layout: `encoding` (format constants), `varint` and `reader` (primitives),
 //! `sections`, `strings`, `dialects`, `attrs`, `properties` (the section, and
-//! blobs decoded by the table), `resources`, `ir` (parsing), `model` (the parsed payload and its reference graph),
-//! `analysis` (what is alive) and `strip` (the rewrite).
+//! blobs decoded by the table), `resources`, `ir` (parsing), `model` (the
+//! parsed payload and its reference graph), `analysis` (what is alive) and
+//! `strip` (the rewrite).
 
 mod analysis;
 mod attrs;

@@ -12,6 +12,8 @@ use super::error::Result;
 use super::reader::Reader;
 
 mod decode;
+#[cfg(test)]
+mod oracle;
 mod schema;
 mod table;
 
