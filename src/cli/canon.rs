@@ -21,6 +21,11 @@ pub struct CanonFlags {
     /// What to do with kernels embedded in custom calls.
     #[arg(long, value_enum, default_value = "strip")]
     pub kernels: KernelArg,
+    /// Rename private func.func symbols in order of first reference from the
+    /// public ones (private_0, private_1, ...), so traces whose private
+    /// functions got other numeric suffixes share a key. Not JAX-compatible.
+    #[arg(long)]
+    pub canonical_symbols: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -38,6 +43,7 @@ impl CanonFlags {
                 KernelArg::Strip => KernelMode::Strip,
                 KernelArg::Keep => KernelMode::Keep,
             },
+            canonical_symbols: self.canonical_symbols,
         }
     }
 }
