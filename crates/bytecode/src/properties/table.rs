@@ -16,6 +16,8 @@
 //! Per op: attributes sorted by name (required or optional, with the builtin
 //! kind or dialect their constraint implies), then the number of ODS
 //! operands / results when the op has attribute-sized segments (0: none).
+//! How a blob encodes them is mlir-tblgen's rule (`schema.rs`, read in
+//! llvm/llvm-project `010bcc5c132f0236f61fb19a604da11d9337baca`).
 
 use super::schema::Kind::*;
 use super::schema::{OpSchema, opt, req};
