@@ -97,7 +97,7 @@ fn compile_shim(llvm_config: &Path) {
             }
         }
     }
-    for file in ["bytecode.cpp", "parse.cpp", "passes.cpp"] {
+    for file in ["bytecode.cpp", "parse.cpp", "passes.cpp", "symbols.cpp"] {
         let path = Path::new("shim/lib").join(file);
         println!("cargo:rerun-if-changed={}", path.display());
         build.file(path);

@@ -1,7 +1,8 @@
 //! Canonicalization: a module in, stable bytecode out.
 //!
 //! Steps, with results equal to JAX's order (clone, strip-debuginfo, Mosaic
-//! kernels, Triton kernels, unstable pointers, bytecode): kernels are handled
+//! kernels, Triton kernels, unstable pointers, bytecode), then, opt-in and not
+//! JAX-compatible, canonical private symbols: kernels are handled
 //! before strip-debuginfo only so that errors can still name the op's source
 //! location; the two touch disjoint parts of the IR (attributes vs locations),
 //! so the order does not change the output.
@@ -10,11 +11,13 @@ mod error;
 pub mod kernels;
 mod options;
 mod partitioning;
+mod symbols;
 pub mod timings;
 
 pub use error::CanonError;
 pub use kernels::{KernelAction, KernelKind, KernelReport, PayloadInfo};
 pub use options::{KernelMode, Options};
+pub use symbols::Renaming;
 
 use crate::mlir::ops::OpRef;
 use crate::mlir::{self, EmitError};
@@ -28,6 +31,8 @@ pub struct Report {
     pub kernels: Vec<KernelReport>,
     /// How many `CustomSPMDPartitioning` pointers became `"REMOVED"`.
     pub custom_partitioning_removed: usize,
+    /// What `canonical_symbols` did (`None` when it was off).
+    pub private_symbols: Option<Renaming>,
 }
 
 /// A canonicalized module, owned, ready to be written or hashed.
@@ -154,6 +159,9 @@ fn canonicalize_steps(
     }
     if options.ignore_custom_partitioning {
         report.custom_partitioning_removed = partitioning::neutralise(&custom_calls);
+    }
+    if options.canonical_symbols {
+        report.private_symbols = Some(symbols::canonicalize(op)?);
     }
     Ok(report)
 }

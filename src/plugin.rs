@@ -52,6 +52,7 @@ unsafe fn options_from(raw: *const MckPassOptions) -> Options {
         } else {
             KernelMode::Keep
         },
+        canonical_symbols: raw.canonicalSymbols,
     }
 }
 

@@ -542,3 +542,27 @@ fn bad_inputs_are_clear_errors() {
     );
     assert!(stderr.contains("is not a `key --json` report"), "{stderr}");
 }
+
+/// `key` of a `tests/data/symbols` module, with `extra` flags before the inputs.
+fn symbols_key(tag: &str, extra: &[&str]) -> String {
+    key_of(key_command(|args, _| {
+        args[1] = data(&format!("symbols/clip.{tag}.mlir"))
+            .display()
+            .to_string();
+        for (i, flag) in extra.iter().enumerate() {
+            args.insert(2 + i, flag.to_string());
+        }
+    }))
+}
+
+#[test]
+fn canonical_symbols_merges_renumbered_private_functions_only_on_request() {
+    // JAX issue 38828: @clip_fn_0 in a, @clip_fn_1 in b, the same program.
+    assert_ne!(symbols_key("a", &[]), symbols_key("b", &[]));
+    let canonical = ["--canonical-symbols"];
+    assert_eq!(symbols_key("a", &canonical), symbols_key("b", &canonical));
+    // c calls a different private function: never merged.
+    assert_ne!(symbols_key("a", &canonical), symbols_key("c", &canonical));
+    // The default is JAX's module: the flag changes the key.
+    assert_ne!(symbols_key("a", &[]), symbols_key("a", &canonical));
+}

@@ -37,6 +37,11 @@ struct CacheKeyPassBase
       llvm::cl::desc("Replace the process address in CustomSPMDPartitioning "
                      "custom calls by \"REMOVED\""),
       llvm::cl::init(false)};
+  mlir::Pass::Option<bool> canonicalSymbols{
+      *this, "canonical-symbols",
+      llvm::cl::desc("Rename private func.func symbols in order of first "
+                     "reference from the public ones (not JAX-compatible)"),
+      llvm::cl::init(false)};
   mlir::Pass::Option<KernelMode> kernels{
       *this, "kernels",
       llvm::cl::desc("What to do with kernels embedded in custom calls"),
@@ -48,7 +53,7 @@ struct CacheKeyPassBase
 
   MckPassOptions options() const {
     return MckPassOptions{keepLocations, ignoreCustomPartitioning,
-                          kernels == KernelMode::Strip};
+                          kernels == KernelMode::Strip, canonicalSymbols};
   }
 
   void runWith(MckPassCallback callback) {

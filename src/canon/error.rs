@@ -15,6 +15,8 @@ pub enum CanonError {
     },
     #[error("strip-debuginfo failed")]
     StripDebugInfo,
+    #[error("renaming private symbols failed: an operation rejected its updated properties")]
+    CanonicalSymbols,
     #[error("the top-level operation is not a builtin.module")]
     NotAModule,
     #[error(transparent)]

@@ -20,4 +20,10 @@ pub struct Options {
     /// `"REMOVED"` (JAX's `IgnoreCallbacks.CUSTOM_PARTITIONING`).
     pub ignore_custom_partitioning: bool,
     pub kernels: KernelMode,
+    /// Rename private `func.func` symbols to `private_<n>` in order of first
+    /// reference from the public ones, so that traces whose private functions
+    /// got other numeric suffixes (JAX issue 38828) share a key. Opt-in: the
+    /// result is no longer JAX's canonical module.
+    #[serde(default)]
+    pub canonical_symbols: bool,
 }

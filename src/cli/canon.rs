@@ -27,6 +27,11 @@ pub struct CanonFlags {
     /// custom calls are kept as they are).
     #[arg(long, value_enum, default_value = "strip")]
     pub kernels: KernelArg,
+    /// Rename private func.func symbols in order of first reference from the
+    /// public ones (private_0, private_1, ...), so traces whose private
+    /// functions got other numeric suffixes share a key. Not JAX-compatible.
+    #[arg(long)]
+    pub canonical_symbols: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -44,6 +49,7 @@ impl CanonFlags {
                 KernelArg::Strip => KernelMode::Strip,
                 KernelArg::Keep => KernelMode::Keep,
             },
+            canonical_symbols: self.canonical_symbols,
         }
     }
 }

@@ -49,6 +49,7 @@ pub fn masquerade(name: &str) -> ExitCode {
         keep_locations: false,
         ignore_custom_partitioning: false,
         kernels: KernelArg::Strip,
+        canonical_symbols: false,
     };
     match wrap(&command, &canon, &CacheOptions::default(), Vec::new()) {
         Ok(code) => code,

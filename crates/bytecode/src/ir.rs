@@ -46,8 +46,8 @@ pub struct IrRefs {
     pub attr_refs: Vec<(usize, usize)>,
     /// Types used (results, block arguments), with their absolute offsets.
     pub type_refs: Vec<(usize, usize)>,
-    /// Property blobs used, with their absolute offsets.
-    pub props_refs: Vec<(usize, usize)>,
+    /// Property blobs used: blob, absolute offset, operation name index.
+    pub props_refs: Vec<(usize, usize, usize)>,
     /// Number of operations.
     pub ops: usize,
     /// Largest alignment of a nested IR section (1 when none is aligned).
@@ -179,7 +179,7 @@ impl Walker<'_> {
             match self.ctx.op_names.get(name).and_then(|n| n.registered) {
                 Some(true) => {
                     let p = r.index("properties", self.ctx.num_props)?;
-                    self.out.props_refs.push((p, offset));
+                    self.out.props_refs.push((p, offset, name));
                 }
                 Some(false) => {
                     let a = r.index("attribute", self.ctx.num_attrs)?;

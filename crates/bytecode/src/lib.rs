@@ -9,10 +9,17 @@
 //! prove a rewrite lossless it says why and the caller keeps the original
 //! bytes: a cache miss, never a false hit.
 //!
+//! Property blobs are each op's own encoding. For the ops of Triton kernels
+//! (the `tt` dialect and the upstream dialects it uses, as built into jaxlib
+//! 0.12) a table of their inherent attributes decodes them exactly, so their
+//! references are known; other blobs are treated as possibly referencing
+//! anything.
+//!
 //! Layout: `encoding` (format constants), `varint` and `reader` (primitives),
-//! `sections`, `strings`, `dialects`, `attrs`, `properties`, `resources`, `ir`
-//! (parsing), `model` (the parsed payload and its reference graph),
-//! `analysis` (what is alive) and `strip` (the rewrite).
+//! `sections`, `strings`, `dialects`, `attrs`, `properties` (the section, and
+//! blobs decoded by the table), `resources`, `ir` (parsing), `model` (the
+//! parsed payload and its reference graph), `analysis` (what is alive) and
+//! `strip` (the rewrite).
 
 mod analysis;
 mod attrs;
@@ -67,6 +74,11 @@ pub struct StripReport {
     pub strings_emptied: usize,
     /// Observations: kept entries and why, how undecodable bytes were handled.
     pub notes: Vec<String>,
+    /// Property blobs decoded exactly by the property table.
+    pub blobs_decoded: usize,
+    /// Property blobs not decoded, each with why (their bytes are then
+    /// treated as possibly holding any reference).
+    pub blobs_undecoded: Vec<String>,
     /// Which input bytes the rewrite dropped as debug info (empty when
     /// `Unchanged`): for explaining a key, and for tests.
     pub debug: DebugMap,
@@ -102,12 +114,18 @@ pub struct StripOptions {
     /// blobs, such as Triton kernels). It holds for bytecode written by MLIR;
     /// a hand-crafted payload can violate it undetectably.
     pub use_writer_invariant: bool,
+    /// Decode the property blobs of the operations in the property table (the
+    /// dialects of Triton kernels, as built into jaxlib 0.12) exactly, so that
+    /// their references are known rather than possible. Off: every blob is
+    /// undecodable bytes, as for unknown dialects.
+    pub use_property_table: bool,
 }
 
 impl Default for StripOptions {
     fn default() -> Self {
         StripOptions {
             use_writer_invariant: true,
+            use_property_table: true,
         }
     }
 }
@@ -132,7 +150,7 @@ pub fn strip_locations_with(
     payload: &[u8],
     options: &StripOptions,
 ) -> Result<StripReport, BytecodeError> {
-    let parsed = Parsed::parse(payload)?;
+    let parsed = parse(payload, options)?;
     let mut report = StripReport {
         output: StripOutput::Unchanged {
             reason: String::new(),
@@ -142,6 +160,8 @@ pub fn strip_locations_with(
         locations_replaced: 0,
         strings_emptied: 0,
         notes: Vec::new(),
+        blobs_decoded: parsed.blob_reads.iter().filter(|r| r.is_ok()).count(),
+        blobs_undecoded: parsed.undecoded_blobs(),
         debug: DebugMap::default(),
     };
     match strip::run(&parsed, options.use_writer_invariant)? {
@@ -168,10 +188,21 @@ pub fn strip_locations_with(
     Ok(report)
 }
 
+/// Parses `payload`, with its property blobs decoded if `options` say so.
+fn parse<'a>(payload: &'a [u8], options: &StripOptions) -> Result<Parsed<'a>, BytecodeError> {
+    let mut parsed = Parsed::parse(payload)?;
+    if !options.use_property_table {
+        for read in &mut parsed.blob_reads {
+            *read = Err("the property table is not used".into());
+        }
+    }
+    Ok(parsed)
+}
+
 /// Checks that stripping `bytes` again changes nothing.
 fn fixed_point(bytes: &[u8], options: &StripOptions) -> Result<(), String> {
     let again =
-        Parsed::parse(bytes).map_err(|e| format!("the rewritten payload does not parse: {e}"))?;
+        parse(bytes, options).map_err(|e| format!("the rewritten payload does not parse: {e}"))?;
     match strip::run(&again, options.use_writer_invariant) {
         Ok(Pass::Stripped { bytes: twice, .. }) if twice == bytes => Ok(()),
         Ok(Pass::Stripped { .. }) => {

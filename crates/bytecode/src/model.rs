@@ -10,11 +10,13 @@ use super::dialects::DialectSection;
 use super::encoding::{self, section};
 use super::error::{BytecodeError, Result};
 use super::ir::{self, IrContext, IrRefs};
-use super::properties::Properties;
+use super::properties::{BlobRef, Properties};
 use super::resources::Resources;
 use super::sections::{Header, SectionInfo, parse_container};
 use super::strings::StringTable;
 use super::varint;
+
+mod blobs;
 
 /// A parsed payload.
 #[derive(Debug)]
@@ -37,6 +39,8 @@ pub struct Parsed<'a> {
     pub types: Vec<Decoded>,
     /// Property blobs.
     pub props: Properties,
+    /// Each blob decoded by the property table, or why it is not.
+    pub blob_reads: Vec<std::result::Result<Vec<BlobRef>, String>>,
     /// Resource facts.
     pub resources: Resources,
     /// What the IR references.
@@ -150,7 +154,7 @@ impl<'a> Parsed<'a> {
             },
         )?;
 
-        Ok(Parsed {
+        let mut parsed = Parsed {
             payload,
             header,
             strings,
@@ -160,9 +164,12 @@ impl<'a> Parsed<'a> {
             attrs,
             types,
             props,
+            blob_reads: Vec::new(),
             resources,
             ir,
-        })
+        };
+        parsed.blob_reads = parsed.read_blobs();
+        Ok(parsed)
     }
 
     /// The section with id `id`, if present.
@@ -274,12 +281,26 @@ impl<'a> Parsed<'a> {
                 format!("the resource sections at offset {offset:#x}"),
             ));
         }
-        for (i, blob) in self.props.blobs.iter().enumerate() {
-            g.regions.push(Region {
-                label: Label::Props(i),
-                start: blob.start,
-                bytes: self.payload.get(blob.clone()).unwrap_or(&[]),
-            });
+        for (i, (blob, read)) in self.props.blobs.iter().zip(&self.blob_reads).enumerate() {
+            match read {
+                Ok(refs) => {
+                    for r in refs {
+                        known(&mut g, Ent::Attr(r.attr));
+                        g.roots.push((
+                            Ent::Attr(r.attr),
+                            format!(
+                                "property blob #{i} as the {} attribute of {} at offset {:#x}",
+                                r.field, r.op, r.offset
+                            ),
+                        ));
+                    }
+                }
+                Err(_) => g.regions.push(Region {
+                    label: Label::Props(i),
+                    start: blob.start,
+                    bytes: self.payload.get(blob.clone()).unwrap_or(&[]),
+                }),
+            }
         }
         for (i, d) in self.dialects.dialects.iter().enumerate() {
             let Some(range) = d.version.clone() else {

@@ -12,5 +12,7 @@ mod differences;
 mod malformed;
 #[path = "bytecode/properties.rs"]
 mod properties;
+#[path = "bytecode/sweep.rs"]
+mod sweep;
 #[path = "bytecode/synthetic.rs"]
 mod synthetic;

@@ -40,11 +40,22 @@ MlirModule mckParseModule(MlirContext context, MlirStringRef source,
  * only replaces locations. */
 MlirLogicalResult mckStripDebugInfo(MlirOperation op);
 
+/* Renames the private func.func symbols at the top level of the module `op`
+ * to private_0, private_1, ... in order of first reference, breadth first
+ * from the public symbols (unreferenced ones last, in module order), and
+ * updates every symbol reference to them in attributes and properties,
+ * nested ones included. Public symbols keep their names. Returns how many were
+ * renamed; -1 (module untouched) when a private name is also used as plain
+ * text (a string, or opaque attribute text) that renaming would leave stale;
+ * -2 when an operation rejected its rewritten properties. */
+int64_t mckCanonicalizePrivateSymbols(MlirOperation op);
+
 /* Options of the cache-key passes, as parsed by mlir-opt. */
 typedef struct MckPassOptions {
   bool keepLocations;
   bool ignoreCustomPartitioning;
   bool stripKernels;
+  bool canonicalSymbols;
 } MckPassOptions;
 
 /* A pass body: canonicalizes (or digests) the module `op` in place. Errors are

@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::*;
-use mck_bytecode::{StripOutput, inspect, strip_locations};
+use mck_bytecode::{StripOptions, StripOutput, inspect, strip_locations, strip_locations_with};
 
 fn stripped(name: &str) -> Vec<u8> {
     stripped_bytes(&data(name), name)
@@ -104,11 +104,32 @@ fn report_describes_the_payload() {
     assert_eq!(report.producer, "MLIR24.0.0git");
     assert!(report.locations_replaced > 0);
     assert!(report.strings_emptied > 0);
+    // Every property blob is decoded by the table: no undecodable bytes left.
+    assert_eq!(report.blobs_decoded, 11);
     assert!(
-        report.notes.iter().any(|n| n.contains("writer invariant")),
+        report.blobs_undecoded.is_empty(),
+        "{:?}",
+        report.blobs_undecoded
+    );
+    assert!(
+        !report.notes.iter().any(|n| n.contains("writer invariant")),
         "{:#?}",
         report.notes
     );
+    // Without the table, the writer invariant proves the same.
+    let options = StripOptions {
+        use_property_table: false,
+        ..StripOptions::default()
+    };
+    let weak = strip_locations_with(&data("triton_add.a.mlirbc"), &options).unwrap();
+    assert_eq!(weak.blobs_decoded, 0);
+    assert_eq!(weak.blobs_undecoded.len(), 11);
+    assert!(
+        weak.notes.iter().any(|n| n.contains("writer invariant")),
+        "{:#?}",
+        weak.notes
+    );
+    assert_eq!(weak.output, report.output);
     let path = find(&data("triton_add.a.mlirbc"), b"/opt/ml").unwrap();
     assert!(report.debug.contains(path));
     let mosaic = strip_locations(&data("tpu_pallas_add.nounzip.a.kernel0.body.mlirbc")).unwrap();
@@ -144,10 +165,10 @@ fn write_outputs_when_asked() {
 }
 
 #[test]
-fn without_the_writer_invariant_triton_is_refused_with_a_reason() {
-    use mck_bytecode::{StripOptions, strip_locations_with};
+fn without_table_and_writer_invariant_triton_is_refused_with_a_reason() {
     let options = StripOptions {
         use_writer_invariant: false,
+        use_property_table: false,
     };
     let report = strip_locations_with(&data("triton_add.a.mlirbc"), &options).unwrap();
     match report.output {
@@ -157,7 +178,19 @@ fn without_the_writer_invariant_triton_is_refused_with_a_reason() {
         }
         StripOutput::Stripped(_) => panic!("expected a refusal"),
     }
-    // Mosaic has no undecodable bytes: the option changes nothing.
+    // With the table, the writer invariant is not needed.
+    let table_only = StripOptions {
+        use_writer_invariant: false,
+        ..StripOptions::default()
+    };
+    let report = strip_locations_with(&data("triton_add.a.mlirbc"), &table_only).unwrap();
+    assert_eq!(
+        report.output,
+        strip_locations(&data("triton_add.a.mlirbc"))
+            .unwrap()
+            .output
+    );
+    // Mosaic has no undecodable bytes: the options change nothing.
     let m = data("tpu_pallas_add.nounzip.a.kernel0.body.mlirbc");
     let weak = strip_locations_with(&m, &options).unwrap().output;
     assert_eq!(weak, strip_locations(&m).unwrap().output);

@@ -85,6 +85,13 @@ fn a_name_location_whose_name_is_not_a_string_is_left_alone() {
 /// 0x0b), #3 index type attr filler, #4 FileLineColLoc(#5, line, 1),
 /// #5 StringAttr file, #6 NameLoc(#0, #4).
 fn v6_with_properties(file: &str, line: u64) -> Vec<u8> {
+    // As builtin.module's properties (sym_name, sym_visibility) this blob does
+    // not decode: #2 is no StringAttr. So it stays undecodable bytes.
+    v6_with_blob(file, line, vec![0x03, 0x0b])
+}
+
+/// [`v6_with_properties`] with another blob for the `builtin.module` op.
+fn v6_with_blob(file: &str, line: u64, blob: Vec<u8>) -> Vec<u8> {
     let mut b = Builder::new(6);
     let builtin = b.dialect("builtin");
     let module = b.op(builtin, "module", true);
@@ -115,7 +122,7 @@ fn v6_with_properties(file: &str, line: u64) -> Vec<u8> {
     b.attr(builtin, dict); // #7
     b.string_attr(builtin, "attr_name"); // #8
     // Blob: optional #0 (sym_name), optional #2 (0x0b: also plain #5).
-    b.props = Some(vec![vec![0x03, 0x0b]]);
+    b.props = Some(vec![blob]);
     let mut ir = v(1 << 1);
     ir.extend(v(module as u64));
     ir.push(0x41); // attrs + properties
@@ -150,10 +157,58 @@ fn property_blobs_keep_what_they_may_reference() {
 }
 
 #[test]
+fn a_blob_off_its_schema_stays_undecodable() {
+    let report = strip_locations(&v6_with_properties("/src/a.py", 3)).unwrap();
+    assert_eq!(report.blobs_decoded, 0);
+    assert_eq!(report.blobs_undecoded.len(), 1);
+    let why = &report.blobs_undecoded[0];
+    assert!(
+        why.contains("builtin.module") && why.contains("sym_visibility"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_decoded_blob_proves_the_file_name_dead_without_the_invariant() {
+    let no_invariant = StripOptions {
+        use_writer_invariant: false,
+        ..StripOptions::default()
+    };
+    // sym_name #0 (varint 1), no sym_visibility (varint 0): exactly
+    // builtin.module's properties.
+    let a = v6_with_blob("/src/a.py", 3, vec![0x03, 0x01]);
+    let b = v6_with_blob("/elsewhere/b.py", 30, vec![0x03, 0x01]);
+    let report = strip_locations_with(&a, &no_invariant).unwrap();
+    assert_eq!(report.blobs_decoded, 1);
+    let StripOutput::Stripped(sa) = report.output else {
+        panic!("{:?}", report.output)
+    };
+    assert!(find(&sa, b"a.py").is_none());
+    assert!(find(&sa, b"kernel").is_some());
+    let StripOutput::Stripped(sb) = strip_locations_with(&b, &no_invariant).unwrap().output else {
+        panic!("b")
+    };
+    assert_eq!(sa, sb);
+}
+
+#[test]
+fn a_file_name_a_decoded_blob_uses_as_a_value_is_kept() {
+    // sym_name is #5, the file name's StringAttr: part of the program.
+    let a = v6_with_blob("/src/a.py", 3, vec![0x17, 0x01]);
+    let report = strip_locations(&a).unwrap();
+    assert_eq!(report.blobs_decoded, 1);
+    let StripOutput::Stripped(sa) = report.output else {
+        panic!("{:?}", report.output)
+    };
+    assert!(find(&sa, b"/src/a.py").is_some());
+}
+
+#[test]
 fn without_the_writer_invariant_a_possibly_used_file_name_is_refused() {
     let a = v6_with_properties("/src/a.py", 3);
     let weak = StripOptions {
         use_writer_invariant: false,
+        ..StripOptions::default()
     };
     match strip_locations_with(&a, &weak).unwrap().output {
         StripOutput::Unchanged { reason } => assert_eq!(

@@ -1,0 +1,159 @@
+"""Writes crates/bytecode/src/properties/table.rs: the inherent attributes of
+every operation of the dialects that Triton kernels lowered by JAX 0.12 use.
+
+Run with the Python of a venv holding jaxlib==0.12.0.1:
+
+    /work/venv-triton/bin/python scripts/gen-props-table.py
+
+The facts come from the ODS definitions the jaxlib wheel was built from, as
+mlir-tblgen compiled them into the wheel's Python op bindings
+(`jaxlib/triton/_triton_ops_gen.py`, `jaxlib/mlir/dialects/_<dialect>_ops_gen.py`):
+per op, each attribute's name, whether it is required (set unconditionally by
+the generated builder) or optional (`OptionalAttr`, `DefaultValuedAttr`,
+`UnitAttr`: set under a condition), its constraint, and whether the op has
+`AttrSizedOperandSegments` / `AttrSizedResultSegments` (the
+`_ODS_OPERAND_SEGMENTS` / `_ODS_RESULT_SEGMENTS` lists, one entry per ODS
+operand/result). Derived attributes are not in the bindings, and not in the
+properties either. Only facts are written, sorted by attribute name (the
+order mlir-tblgen writes properties in); nothing is copied from the .td files.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+
+import jaxlib
+import jaxlib.version
+
+BASE = os.path.dirname(jaxlib.__file__)
+SOURCES = [("triton", "triton/_triton_ops_gen.py")] + [
+    (d, f"mlir/dialects/_{d}_ops_gen.py")
+    for d in ["arith", "builtin", "cf", "func", "gpu", "math", "scf"]
+]
+
+# Storage types of attribute getters that are builtin attribute kinds.
+GETTER_KINDS = {
+    "StringAttr": "Str",
+    "TypeAttr": "Type",
+    "IntegerAttr": "Int",
+    "BoolAttr": "Int",
+    "ArrayAttr": "Array",
+    "DenseI32ArrayAttr": "DenseArray",
+    "DenseI64ArrayAttr": "DenseArray",
+    "FlatSymbolRefAttr": "FlatSymbolRef",
+    "SymbolRefAttr": "SymbolRef",
+}
+
+
+def enum_kinds() -> dict[str, str]:
+    """Enum attribute constraints: builtin integers or dialect attributes."""
+    kinds = {}
+    for rel in ["triton/_triton_enum_gen.py"] + [
+        f"mlir/dialects/_{d}_enum_gen.py" for d in ["arith", "gpu"]
+    ]:
+        text = open(os.path.join(BASE, rel)).read()
+        for m in re.finditer(
+            r'register_attribute_builder\("([^"]+)"[^)]*\)\ndef [^\n]*\n\s*return ([^\n]*)', text
+        ):
+            parsed = re.search(r"Attribute\.parse\(f?'#([a-z_]+)\.", m.group(2))
+            if "IntegerAttr.get" in m.group(2):
+                kinds[m.group(1)] = "Int"
+            elif parsed:
+                kinds[m.group(1)] = f'Dialect("{parsed.group(1)}")'
+    return kinds
+
+
+ENUM_KINDS = enum_kinds()
+
+
+def kind(getter: str | None, constraint: str) -> str:
+    storage = re.sub(r"^_Optional\[(.*)\]$", r"\1", getter or "").removeprefix("_ods_ir.")
+    if storage in GETTER_KINDS:
+        return GETTER_KINDS[storage]
+    if constraint == "UnitAttr":
+        return "Unit"
+    return ENUM_KINDS.get(constraint, "Any")
+
+
+def ops_of(source: str):
+    tree = ast.parse(source)
+    for cls in tree.body:
+        if not isinstance(cls, ast.ClassDef) or cls.name.endswith("Adaptor"):
+            continue
+        name, init, segments, getters = None, None, {}, {}
+        for st in cls.body:
+            if isinstance(st, ast.FunctionDef) and st.returns is not None:
+                getters.setdefault(st.name, ast.unparse(st.returns))
+            if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name):
+                target = st.targets[0].id
+                if target == "OPERATION_NAME":
+                    name = st.value.value
+                elif target in ("_ODS_OPERAND_SEGMENTS", "_ODS_RESULT_SEGMENTS") and isinstance(
+                    st.value, ast.List
+                ):
+                    segments[target] = len(st.value.elts)
+            if isinstance(st, ast.FunctionDef) and st.name == "__init__":
+                init = ast.get_source_segment(source, st)
+        if name is None:
+            continue
+        attrs = []
+        for m in re.finditer(r'^\s*(if [^\n]*?: )?attributes\["([^"]+)"\] = ([^\n]*)', init or "", re.M):
+            tail = (init or "")[m.start(3) : m.start(3) + 600]
+            builder = re.search(r"AttrBuilder\.contains\('([^']+)'\)", tail.split("attributes[")[0])
+            constraint = builder.group(1) if builder else ("UnitAttr" if "UnitAttr" in m.group(3) else "?")
+            required = m.group(1) is None
+            attrs.append((m.group(2), required, kind(getters.get(m.group(2)), constraint)))
+        operands = segments.get("_ODS_OPERAND_SEGMENTS", 0)
+        results = segments.get("_ODS_RESULT_SEGMENTS", 0)
+        if attrs or operands or results:
+            yield name, sorted(attrs), operands, results
+
+
+def main() -> None:
+    rows, digests = [], []
+    for dialect, rel in SOURCES:
+        path = os.path.join(BASE, rel)
+        data = open(path, "rb").read()
+        digests.append(f"//! - `jaxlib/{rel}`: sha256 `{hashlib.sha256(data).hexdigest()}`")
+        rows.extend(ops_of(data.decode()))
+    rows.sort()
+    out = [
+        "//! GENERATED by `scripts/gen-props-table.py`: do not edit.",
+        "//!",
+        "//! Inherent attributes of every operation with properties in the dialects of",
+        f"//! Triton kernels, as built into jaxlib {jaxlib.version.__version__} (git",
+        f"//! `{jaxlib.version._git_hash}`, producer `MLIR24.0.0git`), read from the ODS",
+        "//! facts the wheel's generated op bindings carry:",
+        *digests,
+        "//!",
+        "//! Per op: attributes sorted by name (required or optional, with the builtin",
+        "//! kind or dialect their constraint implies), then the number of ODS",
+        "//! operands / results when the op has attribute-sized segments (0: none).",
+        "//! How a blob encodes them is mlir-tblgen's rule (`schema.rs`, read in",
+        "//! llvm/llvm-project `010bcc5c132f0236f61fb19a604da11d9337baca`).",
+        "",
+        "use super::schema::Kind::*;",
+        "use super::schema::{OpSchema, opt, req};",
+        "",
+        "#[rustfmt::skip]",
+        "pub(crate) static OPS: &[OpSchema] = &[",
+    ]
+    for name, attrs, operands, results in rows:
+        fields = ", ".join(
+            f'{"req" if required else "opt"}("{a}", {k})' for a, required, k in attrs
+        )
+        out.append(f'    OpSchema::new("{name}", &[{fields}], {operands}, {results}),')
+    out.append("];")
+    target = os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "crates", "bytecode", "src", "properties", "table.rs"
+    )
+    with open(target, "w") as f:
+        f.write("\n".join(out) + "\n")
+    print(f"{len(rows)} operations written to {os.path.normpath(target)}")
+
+
+if __name__ == "__main__":
+    main()
