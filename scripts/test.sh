@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: formatting and lints, the cargo tests (unit, integration,
-# real processes, a real Redis), and the lit + FileCheck suite over the
-# mlir-opt plugin. Installs missing Debian packages first (needs root; see
-# scripts/setup.sh).
+# real processes, a real Redis), the lit + FileCheck suite over the mlir-opt
+# plugin (and the proof that each lit test rejects wrong output), the Python
+# package's JAX tests in a venv it makes, a fuzz smoke and the CMake build.
+# Installs missing Debian packages first (needs root; see scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -137,6 +138,20 @@ rm -f "$lit_log"
 # test is fed to it through a mutant mlir-opt / mlir-cache-key and must make it
 # FAIL; the tests must pass through identity wrappers. (~30 s)
 scripts/lit-mutants.sh target/debug
+
+# The Python package (PyO3 over the MLIR-free crates; no MLIR in it) and its
+# JAX tests — real jax.jit compilations in child processes, the real Redis
+# above — in a venv this script makes (target/py-venv, jax 0.12.0.1 for CPU).
+cargo fmt --manifest-path python/Cargo.toml --check
+cargo clippy --manifest-path python/Cargo.toml --all-targets -- -D warnings
+if cargo tree --manifest-path python/Cargo.toml -e normal --prefix none | grep -E '^(mlir-sys|melior|bindgen|tblgen) '; then
+  echo "test: the Python extension depends on MLIR (above); it must not (jaxlib brings its own)" >&2
+  exit 1
+fi
+venv=$(bash scripts/python-venv.sh)
+"$venv/bin/pip" install --quiet --disable-pip-version-check ./python
+"$venv/bin/python" -c 'import mlir_cache_key._native'   # the extension, not a stale copy
+"$venv/bin/pytest" -v -p no:cacheprovider python/tests
 
 # The fuzz target (its own workspace, fuzz/): type-checked on stable, then a
 # short smoke run of the libFuzzer binary with coverage instrumentation (stable

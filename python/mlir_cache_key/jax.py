@@ -1,0 +1,412 @@
+"""`jax.jit`'s persistent compilation cache through mlir-cache-key.
+
+    import mlir_cache_key.jax
+    mlir_cache_key.jax.install("/shared/jax-cache")   # or jax_compilation_cache_dir
+    # ... jax.jit as usual
+
+After `install()`, JAX's cache keys come from `key()` (in mode "jax" byte for
+byte `jax._src.cache_key.get`), entries live in our store (TTL, size cap,
+optional shared remote tier), a key is compiled by one process at a time
+(others wait on the store's lock and load the result), and a miss is explained
+in JAX's log against the nearest stored entry of the same module.
+`uninstall()` puts JAX's own cache back. The private JAX names this relies on
+are listed in `_jax_internals`; other JAX versions are refused at import.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+from . import _jax_internals as J
+from ._canonical import MODES, canonical_bytes, canonical_text
+
+__all__ = ["install", "uninstall", "installed", "key", "UnsupportedJaxVersion"]
+
+UnsupportedJaxVersion = J.UnsupportedJaxVersion
+
+# Mode "canonical" hashes this before the user's custom hook, so its keys can
+# never equal a mode "jax" key for the same inputs (a separate namespace).
+CANONICAL_NAMESPACE = "mlir-cache-key:canonical:1;"
+# Canonical module text kept in stored records to name the first differing
+# operation of a miss; larger modules record only their size.
+MAX_RECORDED_TEXT = 4 << 20
+_RECENT_KEYS = 16
+_log = logging.getLogger(__name__)
+_ENTRY_NAMES = (
+    "computation", "jax_lib version", "backend version", "XLA flags",
+    "compile_options", "accelerator_config", "compression", "custom_hook",
+)
+
+
+def _native():
+    from . import _native
+
+    return _native
+
+
+# --- the key --------------------------------------------------------------------
+
+
+@dataclass
+class _Computed:
+    key: str
+    record: str
+    parts: dict
+    computation: bytes
+    module: object
+    ignore_custom_partitioning: bool
+    mode: str
+
+
+_topologies: dict = {}
+_topologies_lock = threading.Lock()
+
+
+def _accelerator(devices):
+    """Entry 6 as JAX computes it: the topology fingerprint, or on
+    JaxRuntimeError each device's kind. Cached per device list: the topology of
+    a set of devices does not change while a process runs."""
+    flat = tuple(devices.flat)
+    with _topologies_lock:
+        found = _topologies.get(flat)
+    if found is None:
+        try:
+            found = (J.topology_for_devices(list(flat)).fingerprint(), None)
+        except J.JaxRuntimeError as ex:
+            found = (None, ex)
+        with _topologies_lock:
+            if len(_topologies) > 64:
+                _topologies.clear()
+            _topologies[flat] = found
+    return found
+
+
+def _compute(module, devices, compile_options, backend, compression,
+             ignore_custom_partitioning, mode, computation_text=None) -> _Computed:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    computation = canonical_bytes(module, ignore_custom_partitioning, mode)
+    fingerprint, topology_error = _accelerator(devices)
+    hook = J.custom_hook()
+    if mode == "canonical":
+        hook = CANONICAL_NAMESPACE + hook
+    parts = dict(
+        compiler_version=J.compiler_version(),
+        platform=backend.platform,
+        platform_version=backend.platform_version,
+        xla_flags=os.getenv("XLA_FLAGS"),
+        libtpu_init_args=os.getenv("LIBTPU_INIT_ARGS"),
+        argv=list(sys.argv),
+        flag_prefixes=J.flag_prefixes(),
+        # Raw proto: the key library normalises it as JAX does.
+        compile_options=None if compile_options is None else compile_options.SerializeAsString(),
+        topology_fingerprint=fingerprint,
+        device_kinds=[] if fingerprint is not None else [d.device_kind for d in devices.flat],
+        compression=compression,
+        custom_hook=hook,
+    )
+    name = J.module_name(module)
+    result = _native().key_from_parts(computation, name, **parts)
+    _log_trace(result, topology_error)
+    return _Computed(result["key"], result["record"], parts, computation, module,
+                     ignore_custom_partitioning, mode)
+
+
+def _log_trace(result, topology_error) -> None:
+    """JAX's log records of one `cache_key.get`, in its order. With DEBUG on,
+    JAX hashes each entry twice (once more to log its digest), so the flag and
+    topology-fallback lines come twice."""
+    log = J.key_logger
+    debug = log.isEnabledFor(logging.DEBUG)
+    if not debug and not (topology_error and log.isEnabledFor(logging.INFO)):
+        return
+    runs = 2 if debug else 1
+    flags = None
+    if debug:
+        record = json.loads(result["record"])
+        readable = record["entries"][3]["readable"]
+        excluded = set(readable["excluded"])
+        flags = sorted(readable["included"] + readable["excluded"])
+    trace = result["trace"]
+    for i, name in enumerate(_ENTRY_NAMES):
+        for _ in range(runs):
+            if name == "XLA flags" and flags:
+                for flag in flags:
+                    if flag in excluded:
+                        log.debug("Not including XLA flag in cache key: %s", flag)
+                    else:
+                        log.debug("Including XLA flag in cache key: %s", flag)
+            if name == "accelerator_config" and topology_error is not None:
+                log.info("get (_hash_accelerator_config): unable to hash "
+                         "accelerator config, falling back to hashing "
+                         "devices %s (type %s)", topology_error, type(topology_error))
+        if debug:
+            for line, what in ((trace[2 * i], "of serialized"), (trace[2 * i + 1], "after serializing")):
+                digest = line.rsplit(": ", 1)[1]
+                log.debug(f"get_cache_key hash {what} %s: %s", name, digest)
+
+
+def key(module, devices, compile_options, backend, compression="zstandard",
+        ignore_custom_partitioning=False, *, mode=None) -> str:
+    """`jax._src.cache_key.get`'s signature and, in mode "jax", its key and
+    DEBUG trace. `mode` defaults to the installed one, else "jax"."""
+    if mode is None:
+        mode = _state.mode if _state is not None else "jax"
+    return _compute(module, devices, compile_options, backend, compression,
+                    ignore_custom_partitioning, mode).key
+
+
+# --- the cache --------------------------------------------------------------------
+
+
+class _Installed:
+    def __init__(self, cache, path, mode, explain, set_dir):
+        self.cache = cache
+        self.path = path
+        self.mode = mode
+        self.explain = explain
+        self.set_dir = set_dir  # JAX's cache dir was unset and we set it
+        self.patches = J.Patches()
+        self.recent: collections.OrderedDict[str, _Computed] = collections.OrderedDict()
+        self.lock = threading.Lock()
+
+    def remember(self, computed: _Computed) -> None:
+        with self.lock:
+            self.recent[computed.key] = computed
+            self.recent.move_to_end(computed.key)
+            while len(self.recent) > _RECENT_KEYS:
+                self.recent.popitem(last=False)
+
+    def recalled(self, cache_key: str) -> _Computed | None:
+        with self.lock:
+            return self.recent.get(cache_key)
+
+    def forget(self, cache_key: str) -> None:
+        with self.lock:
+            self.recent.pop(cache_key, None)
+
+
+_state: _Installed | None = None
+_install_lock = threading.Lock()
+
+
+class _StoreCache(J.CacheInterface):
+    """JAX's cache interface over our store: what `_cache_read` and any
+    remaining `put` of JAX go through."""
+
+    def __init__(self, state: _Installed):
+        self._state = state
+        self._path = state.path
+
+    def get(self, key):
+        return self._state.cache.get(key)
+
+    def put(self, key, value):
+        computed = self._state.recalled(key)
+        self._state.cache.put(key, value, computed.record if computed else None)
+
+
+def _get_cache_key(module, devices, compile_options, backend, ignore_custom_partitioning=False):
+    state = _state
+    if state is None:  # uninstalled meanwhile
+        return J.jax_key(module, devices, compile_options, backend, J.jax_compression(),
+                         ignore_custom_partitioning)
+    try:
+        computed = _compute(module, devices, compile_options, backend, J.jax_compression(),
+                            ignore_custom_partitioning, state.mode)
+    except Exception as ex:  # as JAX: a key that cannot be made skips the cache
+        if J.setting("raise_persistent_cache_errors"):
+            raise
+        J.compiler_logger.error("compile_or_get_cached: unable to generate cache key, "
+                                "skipping the cache: %s", ex)
+        return None
+    state.remember(computed)
+    return computed.key
+
+
+def _miss_level() -> int:
+    loud = J.setting("explain_cache_misses") and J.is_persistent_cache_enabled()
+    return logging.WARNING if loud else logging.DEBUG
+
+
+def _log_persistent_cache_miss(module_name, cache_key):
+    _originals["log_persistent_cache_miss"](module_name, cache_key)
+    state = _state
+    computed = state.recalled(cache_key) if state is not None else None
+    if computed is None or not state.explain:
+        return
+    level = _miss_level()
+    try:
+        # The entry about to be compiled keeps its module text, so that later
+        # misses can name the first operation that moved.
+        computed.record = _record_with_text(computed)
+        if not J.compiler_logger.isEnabledFor(level):
+            return
+        nearest = state.cache.nearest_record(cache_key)
+        if nearest is None:
+            J.compiler_logger.log(level, "No stored entry of '%s' to compare the miss with", module_name)
+            return
+        J.compiler_logger.log(level, "What moved for '%s' against the nearest stored entry:\n%s",
+                              module_name, _native().why(nearest, computed.record))
+    except Exception as ex:  # an explanation must never fail a compile
+        J.compiler_logger.log(level, "Could not explain the miss of %r: %s", cache_key, ex)
+
+
+def _record_with_text(computed: _Computed) -> str:
+    """The record again, now with the canonical module text (only on a miss:
+    printing a module costs far less than the compile that follows)."""
+    if len(computed.computation) * 8 > MAX_RECORDED_TEXT:  # text is several times larger
+        return computed.record
+    text = canonical_text(computed.module, computed.ignore_custom_partitioning, computed.mode)
+    if len(text) > MAX_RECORDED_TEXT:
+        return computed.record
+    name = J.module_name(computed.module)
+    return _native().key_from_parts(computed.computation, name, computation_text=text,
+                                    **computed.parts)["record"]
+
+
+def _entry_value(executable, compile_secs, module_name, cache_key) -> bytes | None:
+    """What JAX's `_cache_write` would store, or None where it would not."""
+    level = _miss_level()
+    min_secs = J.setting("persistent_cache_min_compile_time_secs")
+    if compile_secs < min_secs:
+        J.compiler_logger.log(level, "Not writing persistent cache entry for '%s' because it took "
+                              "< %.2f seconds to compile (%.2fs)", module_name, min_secs, compile_secs)
+        return None
+    value = J.entry_value(executable, compile_secs)
+    min_size = J.setting("persistent_cache_min_entry_size_bytes")
+    if len(value) < min_size:
+        J.cache_logger.log(level, "Not writing persistent cache entry with key %r since its size"
+                           " (%d bytes) is less than threshold (%d bytes)", cache_key, len(value), min_size)
+        return None
+    J.cache_logger.log(level, "Writing %s to persistent compilation cache with key %r",
+                       module_name, cache_key)
+    J.record_event("/jax/compilation_cache/cache_misses")
+    return value
+
+
+def _compile_and_write_cache(backend, computation, executable_devices, compile_options,
+                             host_callbacks, module_name, cache_key):
+    """Compile once per key across processes: under the store's lock, or wait
+    for the process holding it and load what it stored."""
+    state = _state
+    computed = state.recalled(cache_key) if state is not None else None
+    if (computed is None or J.process_id() != 0
+            or J.setting("compilation_cache_check_contents")):
+        # Not our key, not the writing process, or JAX must verify a fresh compile.
+        return _originals["compile_and_write_cache"](
+            backend, computation, executable_devices, compile_options, host_callbacks,
+            module_name, cache_key)
+    compiled = []
+
+    def compile_fn():
+        _log.debug("compiling %s while holding the store's lock", cache_key)
+        start = time.monotonic()
+        executable = J.backend_compile_and_load(
+            backend, computation, executable_devices, compile_options, host_callbacks)
+        compiled.append(executable)
+        return _entry_value(executable, time.monotonic() - start, module_name, cache_key)
+
+    start = time.monotonic()
+    try:
+        value = state.cache.compile_once(cache_key, compile_fn, computed.record)
+    finally:
+        state.forget(cache_key)
+    if compiled:
+        return compiled[0]
+    if value is None:  # nothing stored and we did not compile: compile here
+        return J.backend_compile_and_load(
+            backend, computation, executable_devices, compile_options, host_callbacks)
+    _log.debug("%s was compiled by another process while this one waited", cache_key)
+    executable, compile_time = J.load_entry(value, backend, executable_devices, compile_options,
+                                            host_callbacks)
+    J.log_persistent_cache_hit(module_name, cache_key)
+    J.record_event("/jax/compilation_cache/cache_hits")
+    J.record_event_duration_secs("/jax/compilation_cache/compile_time_saved_sec",
+                                 compile_time - (time.monotonic() - start))
+    return executable
+
+
+def _get_file_cache(path):
+    cache = _StoreCache(_state)
+    if J.setting("compilation_cache_check_contents"):
+        return J.verification_cache(cache), cache._path
+    return cache, cache._path
+
+
+_originals: dict = {}
+
+
+def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
+            size=None, ttl_days=None, explain=True) -> None:
+    """Routes JAX's persistent compilation cache through mlir-cache-key.
+
+    `cache_dir` defaults to `jax_compilation_cache_dir`, then to the store's
+    own default (`MLIR_CACHE_KEY_FLAGS`); when JAX's is unset it is set to
+    ours, so JAX's settings keep their meaning. `mode` "jax" gives JAX's keys
+    exactly; "canonical" goes further and never shares a key with "jax".
+    `explain` logs what moved on a miss (WARNING with
+    `jax_explain_cache_misses`, else DEBUG). Calling it again reinstalls.
+    """
+    global _state
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    native = _native()  # fails loudly before anything is touched
+    with _install_lock:
+        if _state is not None:
+            _uninstall_locked()
+        jax_dir = J.setting("compilation_cache_dir")
+        if size is None and J.setting("compilation_cache_max_size") > 0:
+            size = J.setting("compilation_cache_max_size")
+        cache = native.Cache(cache_dir or jax_dir, size=size, ttl_days=ttl_days,
+                             remote=remote, remote_read_only=remote_read_only)
+        state = _Installed(cache, cache.path, mode, explain, set_dir=not jax_dir)
+        try:
+            if state.set_dir:
+                J.update_setting("jax_compilation_cache_dir", state.path)
+            _originals.update(J.patch_cache(
+                state.patches,
+                get_cache_key=_get_cache_key,
+                get_file_cache=_get_file_cache,
+                compile_and_write_cache=_compile_and_write_cache,
+                log_persistent_cache_miss=_log_persistent_cache_miss,
+            ))
+            _state = state
+            J.reset_cache()  # JAX opens its cache again, through ours
+        except BaseException:
+            _state = None
+            state.patches.undo()
+            if state.set_dir:
+                J.update_setting("jax_compilation_cache_dir", None)
+            J.reset_cache()
+            raise
+
+
+def _uninstall_locked() -> None:
+    global _state
+    state, _state = _state, None
+    if state is None:
+        return
+    state.patches.undo()
+    if state.set_dir:
+        J.update_setting("jax_compilation_cache_dir", None)
+    J.reset_cache()
+
+
+def uninstall() -> None:
+    """Puts JAX's own persistent cache back."""
+    with _install_lock:
+        _uninstall_locked()
+
+
+def installed():
+    """The installed cache (`mlir_cache_key.Cache`), or None."""
+    state = _state
+    return state.cache if state is not None else None

@@ -1,0 +1,407 @@
+//! `mlir_cache_key._native`: the MLIR-free crates for Python. The key library
+//! (`key_from_parts`, `why`), the dialect-free kernel stripper (`strip_kernel`)
+//! and the store (`Cache`, with the one compile-once API). Work that does not
+//! touch Python objects runs with the interpreter detached, so other threads
+//! go on while a key is hashed or a process waits for another's compile.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mck_key::flags::FlagSources;
+use mck_key::{
+    Accelerator, CanonicalSource, CompileOptionsInput, Computation, KeyInputs, KeyRecord,
+    SourceError,
+};
+use mck_store::remote::RemoteUrl;
+use mck_store::{
+    CacheKey, Compiled, Digest, ListFilter, Lookup, Served, Settings, SettingsOverrides, SortBy,
+    StoreError, Tiered, parse_size, parse_ttl_days,
+};
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use serde_json::Value;
+
+/// Computation bytes with their text, so the record keeps the text.
+struct BytesWithText<'a> {
+    bytes: &'a [u8],
+    text: &'a str,
+}
+
+impl CanonicalSource for BytesWithText<'_> {
+    fn write_to(&self, sink: &mut dyn FnMut(&[u8])) -> Result<(), SourceError> {
+        sink(self.bytes);
+        Ok(())
+    }
+    fn text(&self) -> String {
+        self.text.to_owned()
+    }
+}
+
+fn value_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+fn store_error(e: StoreError) -> PyErr {
+    match e {
+        StoreError::InvalidKey { .. } => value_error(e),
+        e => PyOSError::new_err(e.to_string()),
+    }
+}
+
+fn to_python(py: Python<'_>, value: &impl serde::Serialize) -> PyResult<Py<PyAny>> {
+    let text = serde_json::to_string(value).map_err(value_error)?;
+    Ok(py.import("json")?.call_method1("loads", (text,))?.unbind())
+}
+
+/// The key of JAX's eight entries: `computation` is the canonical module's
+/// bytes; the rest as `mlir-cache-key key --computation-bytes` takes them
+/// (`compile_options` raw, normalised here as JAX does). Returns `key`, JAX's
+/// 16 `trace` lines and the JSON `record` (with `computation_text` when given).
+#[pyfunction]
+#[pyo3(signature = (
+    computation, module_name, *, compiler_version = String::new(), platform = String::new(),
+    platform_version = String::new(), xla_flags = None, libtpu_init_args = None,
+    argv = Vec::new(), flag_prefixes = Vec::new(), compile_options = None,
+    topology_fingerprint = None, device_kinds = Vec::new(),
+    compression = "zstandard".to_owned(), custom_hook = String::new(), computation_text = None,
+))]
+#[allow(clippy::too_many_arguments)]
+fn key_from_parts<'py>(
+    py: Python<'py>,
+    computation: &[u8],
+    module_name: String,
+    compiler_version: String,
+    platform: String,
+    platform_version: String,
+    xla_flags: Option<String>,
+    libtpu_init_args: Option<String>,
+    argv: Vec<String>,
+    flag_prefixes: Vec<String>,
+    compile_options: Option<Vec<u8>>,
+    topology_fingerprint: Option<u64>,
+    device_kinds: Vec<String>,
+    compression: String,
+    custom_hook: String,
+    computation_text: Option<String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let inputs = KeyInputs {
+        module_name,
+        compiler_version,
+        platform,
+        platform_version,
+        flags: FlagSources {
+            xla_flags,
+            libtpu_init_args,
+            argv,
+            extra_prefixes: flag_prefixes,
+        },
+        compile_options: match compile_options {
+            Some(bytes) => CompileOptionsInput::Proto {
+                name: "compile_options".to_owned(),
+                bytes,
+            },
+            None => CompileOptionsInput::None,
+        },
+        accelerator: match topology_fingerprint {
+            Some(fingerprint) => Accelerator::TopologyFingerprint(fingerprint),
+            None => Accelerator::DeviceKinds(device_kinds),
+        },
+        compression,
+        custom_hook,
+    };
+    let (record, json) = py
+        .detach(|| {
+            let with_text;
+            let computation = match &computation_text {
+                Some(text) => {
+                    with_text = BytesWithText {
+                        bytes: computation,
+                        text,
+                    };
+                    Computation::Module {
+                        module: &with_text,
+                        record_text: true,
+                    }
+                }
+                None => Computation::Bytes(computation),
+            };
+            let record = mck_key::compute(computation, &inputs).map_err(|e| e.to_string())?;
+            let json = serde_json::to_string(&record).map_err(|e| e.to_string())?;
+            Ok::<_, String>((record, json))
+        })
+        .map_err(PyValueError::new_err)?;
+    let out = PyDict::new(py);
+    out.set_item("key", &record.key)?;
+    out.set_item("trace", record.trace_lines())?;
+    out.set_item("record", json)?;
+    Ok(out)
+}
+
+fn parse_record(name: &str, json: &str) -> PyResult<KeyRecord> {
+    serde_json::from_str(json).map_err(|e| value_error(format!("{name} is not a key record: {e}")))
+}
+
+/// What moved between two key records (`record_a` the old one), as
+/// `mlir-cache-key why` prints it.
+#[pyfunction]
+fn why(record_a: &str, record_b: &str) -> PyResult<String> {
+    let a = parse_record("record_a", record_a)?;
+    let b = parse_record("record_b", record_b)?;
+    Ok(mck_key::explain::explain(&a, &b)
+        .to_string()
+        .trim_end()
+        .to_owned())
+}
+
+/// An embedded kernel's MLIR bytecode (Mosaic, Triton) without debug
+/// locations, by the dialect-free stripper. Returns the payload unchanged
+/// when no lossless rewrite can be proven; raises ValueError on bytes that
+/// are not MLIR bytecode of a supported version.
+#[pyfunction]
+fn strip_kernel<'py>(py: Python<'py>, payload: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    let report = py
+        .detach(|| mck_bytecode::strip_locations(payload))
+        .map_err(value_error)?;
+    Ok(match report.output {
+        mck_bytecode::StripOutput::Stripped(bytes) => PyBytes::new(py, &bytes),
+        mck_bytecode::StripOutput::Unchanged { .. } => PyBytes::new(py, payload),
+    })
+}
+
+fn parse_key(key: &str) -> PyResult<CacheKey> {
+    CacheKey::parse(key).map_err(store_error)
+}
+
+fn ingredients(record: Option<&str>) -> PyResult<Value> {
+    match record {
+        None => Ok(Value::Null),
+        Some(text) => {
+            serde_json::from_str(text).map_err(|e| value_error(format!("record is not JSON: {e}")))
+        }
+    }
+}
+
+/// Errors of a compile run through the store: the store's, or the compile
+/// function's own exception (re-raised as it is).
+enum CompileError {
+    Store(StoreError),
+    Python(PyErr),
+}
+
+impl From<StoreError> for CompileError {
+    fn from(e: StoreError) -> Self {
+        CompileError::Store(e)
+    }
+}
+
+/// The persistent cache: `MLIR_CACHE_KEY_FLAGS` and the arguments, as the
+/// CLI's `--cache_dir`, `--cache_size`, `--cache_ttl`, `--remote`,
+/// `--remote_read_only` (arguments win). The same directory layout as the CLI.
+#[pyclass(frozen, module = "mlir_cache_key")]
+struct Cache {
+    /// `None` when the settings turn the cache off (`--no_cache`).
+    tiered: Option<Tiered>,
+    settings: Settings,
+    lock_timeout: Duration,
+}
+
+fn size_override(size: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
+    let Some(size) = size else { return Ok(None) };
+    if let Ok(n) = size.extract::<u64>() {
+        return Ok(Some(n));
+    }
+    let text: String = size.extract()?;
+    parse_size(&text).map(Some).map_err(value_error)
+}
+
+fn ttl_override(ttl_days: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
+    let Some(ttl) = ttl_days else { return Ok(None) };
+    let text = match ttl.extract::<f64>() {
+        Ok(days) => days.to_string(),
+        Err(_) => ttl.extract::<String>()?,
+    };
+    parse_ttl_days(&text).map(Some).map_err(value_error)
+}
+
+#[pymethods]
+impl Cache {
+    #[new]
+    #[pyo3(signature = (cache_dir = None, size = None, ttl_days = None, remote = None,
+                        remote_read_only = None, lock_timeout = 600.0))]
+    fn new(
+        py: Python<'_>,
+        cache_dir: Option<PathBuf>,
+        size: Option<&Bound<'_, PyAny>>,
+        ttl_days: Option<&Bound<'_, PyAny>>,
+        remote: Option<&str>,
+        remote_read_only: Option<bool>,
+        lock_timeout: f64,
+    ) -> PyResult<Self> {
+        let overrides = SettingsOverrides {
+            cache_dir,
+            max_size: size_override(size)?,
+            ttl: ttl_override(ttl_days)?,
+            remote_url: remote
+                .map(RemoteUrl::parse_supported)
+                .transpose()
+                .map_err(value_error)?,
+            remote_read_only,
+            ..SettingsOverrides::default()
+        };
+        let settings = Settings::from_env_and(&overrides).map_err(value_error)?;
+        let lock_timeout = Duration::try_from_secs_f64(lock_timeout).map_err(value_error)?;
+        let tiered = py.detach(|| Tiered::open(&settings)).map_err(store_error)?;
+        Ok(Cache {
+            tiered,
+            settings,
+            lock_timeout,
+        })
+    }
+
+    /// The cache directory.
+    #[getter]
+    fn path(&self) -> String {
+        self.settings.cache_dir.display().to_string()
+    }
+
+    /// False when `MLIR_CACHE_KEY_FLAGS` says `--no_cache`.
+    #[getter]
+    fn enabled(&self) -> bool {
+        self.tiered.is_some()
+    }
+
+    /// The stored artefact, or None (a miss, or a remembered failure).
+    fn get<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let key = parse_key(key)?;
+        let Some(tiered) = &self.tiered else {
+            return Ok(None);
+        };
+        match py.detach(|| tiered.get(&key)).map_err(store_error)? {
+            Lookup::Hit(artefact) => Ok(Some(PyBytes::new(py, &artefact.bytes))),
+            Lookup::Failed(_) | Lookup::Miss => Ok(None),
+        }
+    }
+
+    /// Stores `value` under `key`, with the key's `record` (JSON) to explain
+    /// later misses.
+    #[pyo3(signature = (key, value, record = None))]
+    fn put(&self, py: Python<'_>, key: &str, value: &[u8], record: Option<&str>) -> PyResult<()> {
+        let key = parse_key(key)?;
+        let ingredients = ingredients(record)?;
+        if let Some(tiered) = &self.tiered {
+            py.detach(|| tiered.put(&key, value, &ingredients))
+                .map_err(store_error)?;
+        }
+        Ok(())
+    }
+
+    /// The stored value of `key`, or `compile_fn()`'s, run by one process at
+    /// a time per key: others wait (up to `lock_timeout`) and get what it
+    /// stored. `compile_fn` returns bytes (stored), or None (nothing stored;
+    /// None is returned); its exception propagates and nothing is stored.
+    #[pyo3(signature = (key, compile_fn, record = None))]
+    fn compile_once<'py>(
+        &self,
+        py: Python<'py>,
+        key: &str,
+        compile_fn: Py<PyAny>,
+        record: Option<&str>,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let key = parse_key(key)?;
+        let ingredients = ingredients(record)?;
+        let Some(tiered) = &self.tiered else {
+            let value = compile_fn.call0(py)?.into_bound(py);
+            return if value.is_none() {
+                Ok(None)
+            } else {
+                Ok(Some(value.cast_into::<PyBytes>()?))
+            };
+        };
+        let served = py.detach(|| {
+            tiered.compile_once(&key, &ingredients, self.lock_timeout, || {
+                Python::attach(|py| {
+                    let value = compile_fn.call0(py).map_err(CompileError::Python)?;
+                    if value.is_none(py) {
+                        return Ok(Compiled::Abandoned(format!(
+                            "the compile function for {key} returned None"
+                        )));
+                    }
+                    let bytes: Vec<u8> = value.extract(py).map_err(CompileError::Python)?;
+                    Ok(Compiled::Success(bytes))
+                })
+            })
+        });
+        match served {
+            Ok(Served::Cached(artefact)) => Ok(Some(PyBytes::new(py, &artefact.bytes))),
+            Ok(Served::Fresh(Compiled::Success(bytes))) => Ok(Some(PyBytes::new(py, &bytes))),
+            Ok(_) => Ok(None),
+            Err(CompileError::Store(e)) => Err(store_error(e)),
+            Err(CompileError::Python(e)) => Err(e),
+        }
+    }
+
+    /// The record stored with the most recently used other entry of the same
+    /// module as `key`, to explain a miss of `key`; None when there is none.
+    fn nearest_record(&self, py: Python<'_>, key: &str) -> PyResult<Option<String>> {
+        let key = parse_key(key)?;
+        let Some(tiered) = &self.tiered else {
+            return Ok(None);
+        };
+        let store = tiered.local();
+        let filter = ListFilter {
+            name_glob: Some(glob_escape(key.name())),
+            sort: SortBy::LastUsed,
+            limit: Some(2),
+            ..ListFilter::default()
+        };
+        py.detach(|| {
+            for entry in store.list(&filter)? {
+                if entry.digest == key.digest().as_str() {
+                    continue;
+                }
+                let Some(meta) = store.read_metadata(&Digest::parse(&entry.digest)?)? else {
+                    continue;
+                };
+                if meta.ingredients.is_null() {
+                    continue;
+                }
+                return Ok(Some(meta.ingredients.to_string()));
+            }
+            Ok(None)
+        })
+        .map_err(store_error)
+    }
+
+    /// Counters and sizes, as `mlir-cache-key cache stats --json` gives them.
+    fn stats(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let Some(tiered) = &self.tiered else {
+            return to_python(py, &serde_json::json!({ "enabled": false }));
+        };
+        let stats = py.detach(|| tiered.local().stats()).map_err(store_error)?;
+        to_python(py, &stats)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("mlir_cache_key.Cache({:?})", self.settings.cache_dir)
+    }
+}
+
+/// SQLite GLOB metacharacters in a name, escaped as one-character classes.
+fn glob_escape(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            '*' | '?' | '[' | ']' => format!("[{c}]"),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(key_from_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(why, m)?)?;
+    m.add_function(wrap_pyfunction!(strip_kernel, m)?)?;
+    m.add_class::<Cache>()?;
+    Ok(())
+}

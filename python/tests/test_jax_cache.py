@@ -1,0 +1,235 @@
+"""`install()` in real processes: hits across processes (also after the
+function moved), an explained miss, one compile for 4 concurrent processes, a
+shared Redis tier, a process killed mid-compile, uninstall."""
+
+import json
+import signal
+import time
+
+from conftest import result_of, run, start
+
+FUNCTION = '''
+import jax.numpy as jnp
+
+def f(x):
+    for i in range(LOOPS):
+        x = jnp.sin(x) * 1.01 + i
+    return x.sum()
+'''
+
+# Runs jax.jit(f) from a source file; reports JAX's cache events and our stats.
+RUN_F = """
+import jax.numpy as jnp
+import mlir_cache_key.jax as mj
+
+spec = json.loads(sys.argv[1])
+jax.config.update("jax_explain_cache_misses", spec.get("explain", False))
+if spec.get("jax_dir"):
+    jax.config.update("jax_compilation_cache_dir", spec["jax_dir"])
+if spec.get("install", True):
+    mj.install(spec.get("cache_dir"), remote=spec.get("remote"))
+compiler_log = Lines("jax._src.compiler")
+ours_log = logging.getLogger("mlir_cache_key.jax")
+ours_log.setLevel(logging.DEBUG)
+ours_log.addHandler(logging.StreamHandler(sys.stderr))
+if spec.get("start_at"):
+    time.sleep(max(0.0, spec["start_at"] - time.time()))
+sys.path.insert(0, spec["src_dir"])
+import moved_fn
+import numpy as np
+out = jax.jit(moved_fn.f)(np.arange(64.0, dtype=np.float32))
+cache = mj.installed()
+report(out=float(out), events=dict(EVENTS), lines=compiler_log.take(),
+       stats=cache.stats() if cache else None,
+       jax_dir=jax.config.jax_compilation_cache_dir)
+"""
+
+
+def write_function(tmp_path, name, *, shift=0, loops=20, op="sin"):
+    src = tmp_path / name
+    src.mkdir()
+    body = FUNCTION.replace("LOOPS", str(loops)).replace("sin", op)
+    (src / "moved_fn.py").write_text("# moved\n" * shift + body)
+    return str(src)
+
+
+def run_f(tmp_path, cache_dir, src_dir, *, env=None, **spec):
+    spec = dict(cache_dir=str(cache_dir), src_dir=src_dir, **spec)
+    return run(tmp_path, RUN_F, env=env, args=[json.dumps(spec)])
+
+
+def compiles(result):
+    return result["events"].get("/jax/compilation_cache/cache_misses", 0)
+
+
+def hits(result):
+    return result["events"].get("/jax/compilation_cache/cache_hits", 0)
+
+
+def test_second_process_hits_after_the_function_moved(tmp_path, cache_dir):
+    first = run_f(tmp_path, cache_dir, write_function(tmp_path, "a"))
+    assert compiles(first) == 1 and hits(first) == 0
+    assert first["stats"]["puts"] == 1
+    moved = run_f(tmp_path, cache_dir, write_function(tmp_path, "b", shift=17))
+    assert compiles(moved) == 0 and hits(moved) == 1
+    assert moved["out"] == first["out"]
+    assert moved["stats"]["hits"] >= 1
+    # JAX's own settings: the cache dir was unset, so ours is JAX's now.
+    assert moved["jax_dir"] == str(cache_dir)
+
+
+def test_changed_flag_misses_and_the_warning_names_it(tmp_path, cache_dir):
+    src = write_function(tmp_path, "a")
+    run_f(tmp_path, cache_dir, src)
+    flags = "--xla_force_host_platform_device_count=8 --xla_cpu_enable_fast_math=true"
+    second = run_f(tmp_path, cache_dir, src, env={"XLA_FLAGS": flags}, explain=True)
+    assert compiles(second) == 1
+    warnings = [text for level, text in second["lines"] if level == "WARNING"]
+    assert any("PERSISTENT COMPILATION CACHE MISS for 'jit_f'" in w for w in warnings)
+    explained = [w for w in warnings if "nearest stored entry" in w]
+    assert explained, warnings
+    assert "XLA flags" in explained[0] and "--xla_cpu_enable_fast_math=true" in explained[0]
+    # Without jax_explain_cache_misses the explanation is DEBUG.
+    quiet = run_f(tmp_path, cache_dir, src, env={"XLA_FLAGS": flags + " --xla_cpu_use_thunk_runtime=true"})
+    assert not [t for level, t in quiet["lines"] if level == "WARNING"]
+    assert any("nearest stored entry" in t for level, t in quiet["lines"] if level == "DEBUG")
+
+
+def test_changed_program_names_the_first_differing_operation(tmp_path, cache_dir):
+    run_f(tmp_path, cache_dir, write_function(tmp_path, "a", loops=3))
+    second = run_f(tmp_path, cache_dir, write_function(tmp_path, "b", loops=3, op="cos"), explain=True)
+    explained = [t for level, t in second["lines"] if level == "WARNING" and "nearest stored entry" in t]
+    assert explained and "computation" in explained[0]
+    assert "sine" in explained[0] and "cosine" in explained[0], explained[0]
+
+
+def test_four_processes_compile_once(tmp_path, cache_dir):
+    src = write_function(tmp_path, "a", loops=400)
+    start_at = time.time() + 8
+    procs = [start(tmp_path, RUN_F, name=f"child{i}.py",
+                   args=[json.dumps(dict(cache_dir=str(cache_dir), src_dir=src, start_at=start_at))])
+             for i in range(4)]
+    results = [result_of(p) for p in procs]
+    assert sum(compiles(r) for r in results) == 1
+    assert sum(hits(r) for r in results) == 3
+    assert len({r["out"] for r in results}) == 1
+    assert max(r["stats"]["puts"] for r in results) == 1
+    # At least one of them waited on the store's lock rather than finding the entry.
+    assert any("compiled by another process while this one waited" in r["_stderr"] for r in results)
+
+
+def test_two_dirs_share_one_redis(tmp_path, redis_url):
+    remote = f"{redis_url.rstrip('/')}/mck-py-{time.time_ns()}"
+    src = write_function(tmp_path, "a")
+    first = run_f(tmp_path, tmp_path / "dir1", src, remote=remote)
+    assert compiles(first) == 1
+    second = run_f(tmp_path, tmp_path / "dir2", src, remote=remote)
+    assert compiles(second) == 0 and hits(second) == 1
+    assert second["stats"]["remote_hits"] >= 1
+
+
+def test_killed_mid_compile_leaves_no_damaged_entry(tmp_path, cache_dir):
+    src = write_function(tmp_path, "a", loops=3000)
+    spec = json.dumps(dict(cache_dir=str(cache_dir), src_dir=src))
+    victim = start(tmp_path, RUN_F, name="victim.py", args=[spec])
+    deadline = time.time() + 300
+    for line in victim.stderr:
+        if "compiling" in line and "store's lock" in line:
+            break
+        assert time.time() < deadline
+    time.sleep(0.2)  # inside XLA's compile now
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    after = run_f(tmp_path, cache_dir, src)
+    assert compiles(after) == 1 and hits(after) == 0  # no entry, nor a damaged one
+    assert after["stats"]["corrupt"] == 0
+    again = run_f(tmp_path, cache_dir, src)
+    assert hits(again) == 1 and again["out"] == after["out"]
+
+
+def test_uninstall_restores_jax(tmp_path, cache_dir):
+    result = run(tmp_path, """
+        import jax.numpy as jnp
+        import mlir_cache_key.jax as mj
+        from jax._src import compilation_cache, compiler
+        before = (compilation_cache.get_cache_key, compiler._compile_and_write_cache,
+                  compiler.log_persistent_cache_miss, compilation_cache.get_file_cache)
+        try:
+            mj.install(sys.argv[1], remote="ftp://nowhere")
+            refused = False
+        except ValueError:
+            refused = compilation_cache.get_cache_key is before[0] and mj.installed() is None
+        mj.install(sys.argv[1])
+        jax.jit(lambda x: x + 1)(jnp.ones(3))
+        patched = compilation_cache.get_cache_key is not before[0]
+        mj.uninstall()
+        after = (compilation_cache.get_cache_key, compiler._compile_and_write_cache,
+                 compiler.log_persistent_cache_miss, compilation_cache.get_file_cache)
+        report(patched=patched, restored=before == after, dir=jax.config.jax_compilation_cache_dir,
+               refused=refused,
+               installed=mj.installed() is not None)
+    """, args=[str(cache_dir)])
+    assert result["refused"]  # a bad setting fails before anything is touched
+    assert result["patched"] and result["restored"]
+    assert result["dir"] is None and not result["installed"]
+
+
+def test_unsupported_jax_version_fails_before_touching_anything(tmp_path, cache_dir):
+    result = run(tmp_path, """
+        import jax, jaxlib
+        jaxlib.__version__ = "0.0.1"
+        from jax._src import compilation_cache
+        original = compilation_cache.get_cache_key
+        try:
+            import mlir_cache_key.jax
+            error = None
+        except Exception as ex:
+            error = f"{type(ex).__name__}: {ex}"
+        report(error=error, untouched=compilation_cache.get_cache_key is original)
+    """)
+    assert result["error"].startswith("UnsupportedJaxVersion") and "0.0.1" in result["error"]
+    assert result["untouched"]
+
+
+def test_jax_settings_keep_their_meaning(tmp_path, cache_dir):
+    result = run(tmp_path, """
+        import numpy as np
+        import mlir_cache_key.jax as mj
+        jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+        mj.install()  # JAX's directory is the default
+        path = mj.installed().path
+        x = np.arange(8, dtype=np.float32)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 1 << 40)
+        jax.jit(lambda v: v * 2)(x)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 3600)
+        jax.jit(lambda v: v * 3)(x)
+        puts_before = mj.installed().stats()["puts"]
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        jax.jit(lambda v: v * 4)(x)
+        report(path=path, puts_before=puts_before, puts=mj.installed().stats()["puts"],
+               dir=jax.config.jax_compilation_cache_dir)
+    """, args=[str(cache_dir)])
+    assert result["path"] == str(cache_dir) and result["dir"] == str(cache_dir)
+    assert result["puts_before"] == 0 and result["puts"] == 1
+
+
+def test_canonical_mode_never_shares_a_key_with_jax_mode(tmp_path, cache_dir):
+    result = run(tmp_path, """
+        import numpy as np
+        import mlir_cache_key.jax as mj
+        from jax._src import cache_key, compiler as jc, xla_bridge
+        import programs
+        backend = xla_bridge.get_backend()
+        devices = np.array([[backend.devices()[0]]])
+        options = jc.get_compile_options(num_replicas=1, num_partitions=1, device_assignment=devices)
+        name, f, args = programs.cpu_programs()[0]
+        module = f.trace(*args).lower().compiler_ir("stablehlo")
+        jax_key = mj.key(module, devices, options, backend)
+        canonical = mj.key(module, devices, options, backend, mode="canonical")
+        report(jax_key=jax_key, canonical=canonical,
+               theirs=cache_key.get(module, devices, options, backend))
+    """)
+    assert result["jax_key"] == result["theirs"]
+    assert result["canonical"] != result["jax_key"]
+    assert result["canonical"].split("-")[0] == result["jax_key"].split("-")[0]
