@@ -169,21 +169,10 @@ fn compile_options_entry(
             changes: Vec::new(),
         },
         CompileOptionsInput::Proto { name, bytes } => {
-            let normalized = compile_options::normalize(
-                bytes,
-                &NormalizeOptions {
-                    platform: &inputs.platform,
-                },
-            )
-            .map_err(error(name))?;
-            sink(&normalized.bytes);
-            let text = compile_options::to_text(&normalized.bytes).map_err(error(name))?;
-            Readable::CompileOptions {
-                format: "proto".into(),
-                hashed: STANDARD.encode(&normalized.bytes),
-                text: text.lines().map(str::to_string).collect(),
-                changes: normalized.changes.iter().map(ToString::to_string).collect(),
-            }
+            let (normalized, readable) =
+                proto_options(bytes, &inputs.platform).map_err(error(name))?;
+            sink(&normalized);
+            readable
         }
         CompileOptionsInput::Json {
             name,
@@ -224,4 +213,76 @@ fn ignored_value(bytes: &[u8], path: &str) -> Option<String> {
         text.push('…');
     }
     Some(text)
+}
+
+/// The normalized bytes of serialized compile options and their readable entry, remembered for
+/// the last few distinct inputs: a process keys many programs with the same options, and the
+/// normalization and its text cost more than hashing a small module.
+fn proto_options(
+    raw: &[u8],
+    platform: &str,
+) -> Result<(Vec<u8>, Readable), compile_options::OptionsError> {
+    type Memo = Vec<(Vec<u8>, String, Vec<u8>, Readable)>;
+    const REMEMBERED: usize = 8;
+    static MEMO: std::sync::Mutex<Memo> = std::sync::Mutex::new(Vec::new());
+    if let Ok(memo) = MEMO.lock()
+        && let Some((_, _, bytes, readable)) =
+            memo.iter().find(|(r, p, _, _)| r == raw && p == platform)
+    {
+        return Ok((bytes.clone(), readable.clone()));
+    }
+    let normalized = compile_options::normalize(raw, &NormalizeOptions { platform })?;
+    let text = compile_options::to_text(&normalized.bytes)?;
+    let readable = Readable::CompileOptions {
+        format: "proto".into(),
+        hashed: STANDARD.encode(&normalized.bytes),
+        text: text.lines().map(str::to_string).collect(),
+        changes: normalized.changes.iter().map(ToString::to_string).collect(),
+    };
+    if let Ok(mut memo) = MEMO.lock() {
+        if memo.len() == REMEMBERED {
+            memo.remove(0);
+        }
+        memo.push((
+            raw.to_vec(),
+            platform.to_string(),
+            normalized.bytes.clone(),
+            readable.clone(),
+        ));
+    }
+    Ok((normalized.bytes, readable))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OPTIONS: &[u8] =
+        include_bytes!("../../../tests/data/parity/07a_gpu_assign_1/compile_options.pb");
+
+    #[test]
+    fn remembered_options_equal_fresh_ones_and_keep_platforms_apart() {
+        let fresh = |platform: &str| {
+            let n = compile_options::normalize(OPTIONS, &NormalizeOptions { platform }).unwrap();
+            n.bytes
+        };
+        for _ in 0..2 {
+            for platform in ["gpu", "cpu"] {
+                let (bytes, readable) = proto_options(OPTIONS, platform).unwrap();
+                assert_eq!(bytes, fresh(platform), "{platform}");
+                let Readable::CompileOptions { hashed, .. } = readable else {
+                    panic!("not a compile-options entry");
+                };
+                assert_eq!(STANDARD.decode(hashed).unwrap(), bytes);
+            }
+        }
+        // The gpu rebuild of the device assignment makes the two platforms differ.
+        assert_ne!(fresh("gpu"), fresh("cpu"));
+        let mut other = OPTIONS.to_vec();
+        other.truncate(other.len() / 2);
+        assert!(
+            proto_options(&other, "gpu").is_err(),
+            "a cut proto is not a remembered one"
+        );
+    }
 }
