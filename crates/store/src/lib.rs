@@ -67,8 +67,10 @@ pub use registry::{
     RunningEntry,
 };
 pub use settings::{
-    DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_TTL_DAYS, FLAGS_VAR, LogLevel, Settings,
-    SettingsOverrides, parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days,
+    CONFIG_FILE, DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_TTL_DAYS, FLAGS_VAR, LogLevel,
+    MAX_CONFIG_LEN, Resolved, SETTING_NAMES, Settings, SettingsOverrides, Source, parse_config,
+    parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days, read_config,
+    set_config,
 };
 pub use tiered::{Claim, CompileClaim, Tiered};
 
