@@ -8,6 +8,7 @@ mod cache;
 mod cache_text;
 mod canon;
 mod compilers;
+mod config;
 mod error;
 mod exec;
 mod input;
@@ -67,6 +68,9 @@ enum Command {
     Cache(Managed<cache::Command>),
     /// Run records: what each run used at each address; export and import.
     Runs(Managed<runs::Command>),
+    /// The settings in force and their sources; the configuration file of the cache
+    /// directory (mlir-cache-key.conf).
+    Config(Managed<config::Command>),
 }
 
 /// A management command with the cache options it applies to.
@@ -129,5 +133,6 @@ fn run(cli: Cli) -> Result<ExitCode, error::CliError> {
         Command::Wrap(args) => wrap::run(args),
         Command::Cache(m) => cache::run(m.command, &m.cache),
         Command::Runs(m) => runs::run(m.command, &m.cache),
+        Command::Config(m) => config::run(m.command, &m.cache),
     }
 }
