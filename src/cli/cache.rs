@@ -14,9 +14,17 @@ use std::process::ExitCode;
 pub enum Command {
     /// Entries, bytes, hits, misses, failures, evictions; the remote tier's
     /// hits, misses, writes, fallbacks and corrupt values.
+    #[command(after_help = "Examples:\n  mlir-cache-key cache stats\n  \
+                            mlir-cache-key cache stats --json | jq .hit_rate\n  \
+                            mlir-cache-key cache stats --zero")]
     Stats {
+        /// Print a JSON object (schema mlir-cache-key.stats.v1, raw numbers) instead of text.
         #[arg(long)]
         json: bool,
+        /// Set every event counter to zero first (hits, misses, reasons, evictions, remote
+        /// counters); sizes stay. Like ccache --zero-stats.
+        #[arg(long, short = 'z')]
+        zero: bool,
     },
     /// List addresses (grouped by path) and what each holds.
     List {
@@ -124,7 +132,10 @@ fn open(cache: &CacheOptions) -> Result<Store, CliError> {
 pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError> {
     let store = open(cache)?;
     let text = match command {
-        Command::Stats { json } => {
+        Command::Stats { json, zero } => {
+            if zero {
+                store.zero_stats()?;
+            }
             let stats = store.stats()?;
             if json {
                 json_text(&stats)?

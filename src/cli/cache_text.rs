@@ -14,11 +14,41 @@ pub(super) fn stats_text(stats: &Stats) -> String {
     );
     let _ = writeln!(
         out,
-        "size                {} of {} bytes",
-        stats.bytes, stats.max_size
+        "size                {} of {} ({}%)",
+        human_bytes(stats.bytes),
+        human_bytes(stats.max_size),
+        if stats.max_size == 0 {
+            100.0
+        } else {
+            (stats.bytes as f64 * 1000.0 / stats.max_size as f64).round() / 10.0
+        }
     );
     let _ = writeln!(out, "time to live        {} days", stats.ttl_days);
     let _ = writeln!(out, "hits / misses       {} / {}", stats.hits, stats.misses);
+    let _ = writeln!(
+        out,
+        "hit rate            {}",
+        stats
+            .hit_rate
+            .map_or("-".to_owned(), |r| format!("{:.1}%", r * 100.0))
+    );
+    if !stats.miss_reasons.is_empty() {
+        let reasons: Vec<String> = stats
+            .miss_reasons
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(out, "misses by reason    {}", reasons.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "written             {} in {} entries",
+        human_bytes(stats.bytes_written),
+        stats.puts
+    );
+    if let Some(ms) = stats.zeroed_ms {
+        let _ = writeln!(out, "counters zeroed     {}", utc(ms));
+    }
     let _ = writeln!(out, "failures replayed   {}", stats.failures_replayed);
     let _ = writeln!(out, "evictions           {}", stats.evictions);
     let _ = writeln!(
@@ -68,6 +98,37 @@ pub(super) fn stats_text(stats: &Stats) -> String {
         stats.remote_unauthenticated
     );
     out
+}
+
+/// A byte count in decimal units, as ccache prints them: `512 B`, `1.5 kB`, `100.0 GB`.
+pub(super) fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["kB", "MB", "GB", "TB", "PB", "EB"];
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 999.95 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn human_bytes() {
+        use super::human_bytes as h;
+        assert_eq!(h(0), "0 B");
+        assert_eq!(h(999), "999 B");
+        assert_eq!(h(1000), "1.0 kB");
+        assert_eq!(h(1500), "1.5 kB");
+        assert_eq!(h(100_000), "100.0 kB");
+        assert_eq!(h(999_999), "1.0 MB");
+        assert_eq!(h(100_000_000_000), "100.0 GB");
+        assert_eq!(h(u64::MAX), "18.4 EB");
+    }
 }
 
 pub(super) fn table(entries: &[EntrySummary]) -> String {
