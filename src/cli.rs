@@ -21,6 +21,7 @@ mod output;
 mod run_status;
 mod runs;
 mod settings;
+mod stored;
 mod why;
 mod wrap;
 

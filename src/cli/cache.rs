@@ -5,6 +5,7 @@ use super::cache_text::{stats_text, table};
 use super::error::CliError;
 use super::output::{self, json_text};
 use super::settings::CacheOptions;
+use super::stored;
 use crate::store::{CacheKey, EntryState, ListFilter, Lookup, SortBy, Store, Tiered};
 use anyhow::{Context as _, anyhow};
 use std::path::PathBuf;
@@ -65,6 +66,19 @@ pub enum Command {
         name: Option<String>,
         #[command(flatten)]
         select: Select,
+    },
+    /// Print a stored entry's record: state, artefact, and the key's readable ingredients
+    /// (flags kept and left out, the trace of entry digests).
+    #[command(
+        after_help = "Examples:\n  mlir-cache-key cache show jit_f-<64 hex>\n  \
+                            mlir-cache-key cache show 'train-v1/answer' --json"
+    )]
+    Show {
+        /// A key (`<name>-<64 hex>`), a bare 64-hex digest, or an address that holds one.
+        what: String,
+        /// Print JSON (schema mlir-cache-key.entry.v1) instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Put a run's entries back at their addresses.
     Adopt { run: String },
@@ -185,6 +199,14 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             name,
             select,
         } => addresses::clear(&store, pattern.as_deref(), all, name.as_deref(), &select)?,
+        Command::Show { what, json } => {
+            let meta = stored::require(&store, &what)?;
+            if json {
+                stored::json(&meta)?
+            } else {
+                stored::text(&meta)
+            }
+        }
         Command::Adopt { run } => addresses::adopt(&store, &run)?,
         Command::Verify => {
             let progress = indicatif::ProgressBar::new(0);
