@@ -11,6 +11,7 @@ mod compilers;
 mod config;
 mod error;
 mod exec;
+mod help;
 mod input;
 mod kernels;
 mod key;
@@ -33,7 +34,7 @@ pub use error::Failure;
 #[derive(Debug, Parser)]
 #[command(
     name = "mlir-cache-key",
-    version,
+    version = help::long_version(),
     about = "Stable, explainable compilation-cache keys for MLIR programs",
     long_about = None,
     after_help = error::EXIT_CODES
@@ -72,6 +73,10 @@ enum Command {
     /// The settings in force and their sources; the configuration file of the cache
     /// directory (mlir-cache-key.conf).
     Config(Managed<config::Command>),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(help::CompletionsArgs),
+    /// Print the man page (roff) to stdout: `mlir-cache-key man | man -l -`.
+    Man,
 }
 
 /// A management command with the cache options it applies to.
@@ -135,5 +140,7 @@ fn run(cli: Cli) -> Result<ExitCode, error::CliError> {
         Command::Cache(m) => cache::run(m.command, &m.cache),
         Command::Runs(m) => runs::run(m.command, &m.cache),
         Command::Config(m) => config::run(m.command, &m.cache),
+        Command::Completions(args) => help::completions(args),
+        Command::Man => help::man(),
     }
 }

@@ -34,6 +34,7 @@ pub enum Command {
         pattern: Option<String>,
         #[command(flatten)]
         select: Select,
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -42,13 +43,16 @@ pub enum Command {
         /// Only modules whose name matches this glob (`jit_*`).
         #[arg(long, value_name = "GLOB")]
         name: Option<String>,
+        /// Only entries in this state: ok or failed (a remembered failed compilation).
         #[arg(long, value_enum)]
         state: Option<StateArg>,
         /// Order: last-use (default), lru (eviction order) or name.
         #[arg(long, value_enum, default_value = "last-use")]
         sort: SortArg,
+        /// At most this many entries.
         #[arg(long)]
         limit: Option<usize>,
+        /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -81,7 +85,11 @@ pub enum Command {
         json: bool,
     },
     /// Put a run's entries back at their addresses.
-    Adopt { run: String },
+    #[command(after_help = "Example:\n  mlir-cache-key cache adopt nightly-0412")]
+    Adopt {
+        /// The run whose entries go back to their addresses.
+        run: String,
+    },
     /// Re-check every entry's checksums (damaged ones are quarantined) and
     /// repair the index from the directory.
     Verify,
@@ -89,8 +97,13 @@ pub enum Command {
     Gc,
     /// Store FILE under KEY (`<name>-<64 hex>`), e.g. from `key` (and on the
     /// remote tier, if any).
+    #[command(
+        after_help = "Example:\n  mlir-cache-key cache put \"$(mlir-cache-key key m.mlir)\" m.bin"
+    )]
     Put {
+        /// The key, `<name>-<64 hex>`.
         key: String,
+        /// The artefact to store.
         file: PathBuf,
         /// A `key --json` report to keep as the entry's ingredients.
         #[arg(long, value_name = "REPORT")]
@@ -98,8 +111,11 @@ pub enum Command {
     },
     /// Write the artefact stored under KEY to OUT (or stdout), from the local
     /// cache or else the remote tier.
+    #[command(after_help = "Example:\n  mlir-cache-key cache get jit_f-<64 hex> -o f.bin")]
     Get {
+        /// The key, `<name>-<64 hex>`.
         key: String,
+        /// Where to write the artefact [default: stdout].
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
     },

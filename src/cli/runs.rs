@@ -14,20 +14,33 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Every run, oldest first, with its counts.
+    #[command(after_help = "Example:\n  mlir-cache-key runs list --json")]
     List {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// One run's record: address → fingerprint, state, time.
+    #[command(after_help = "Example:\n  mlir-cache-key runs show nightly-0412 --json")]
     Show {
+        /// The run's name (as given to `exec --run`).
         run: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Write a run and its artefacts to one file (a tar with checksums).
-    Export { run: String, file: PathBuf },
+    #[command(after_help = "Example:\n  mlir-cache-key runs export nightly-0412 nightly.tar")]
+    Export {
+        /// The run's name.
+        run: String,
+        /// The file to write (a tar with checksums).
+        file: PathBuf,
+    },
     /// Read a `runs export` file into this cache, verifying every checksum.
+    #[command(after_help = "Example:\n  mlir-cache-key runs import nightly.tar --adopt-cache")]
     Import {
+        /// A file written by `runs export`.
         file: PathBuf,
         /// Also put the run's entries at their addresses here.
         #[arg(long)]
@@ -35,15 +48,24 @@ pub enum Command {
     },
     /// A run's outcome: counts, its conflicts grouped into address patterns, and the
     /// commands that resolve them.
+    #[command(after_help = "Example:\n  mlir-cache-key runs status nightly-0412")]
     Status {
+        /// The run's name.
         run: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Seal a run: its record never changes again (`exec --run RUN` is then refused).
-    Close { run: String },
+    #[command(after_help = "Example:\n  mlir-cache-key runs close nightly-0412")]
+    Close {
+        /// The run's name.
+        run: String,
+    },
     /// Forget runs' records, so their artefacts may be evicted.
+    #[command(after_help = "Example:\n  mlir-cache-key runs prune nightly-0401 nightly-0402")]
     Prune {
+        /// The runs' names.
         #[arg(required = true)]
         runs: Vec<String>,
     },
