@@ -5,6 +5,7 @@
 mod address_args;
 mod addresses;
 mod cache;
+mod cache_args;
 mod cache_text;
 mod canon;
 mod compilers;
@@ -19,6 +20,7 @@ mod key_args;
 mod logging;
 mod module;
 mod output;
+mod progress;
 mod run_status;
 mod runs;
 mod settings;

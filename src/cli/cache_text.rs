@@ -1,7 +1,7 @@
 //! `cache stats` and `cache entries` as text for people (`--json` prints the structs).
 
 use super::output::utc;
-use crate::store::{EntryState, EntrySummary, Stats};
+use crate::store::{EntryState, EntrySummary, GcReport, RebuildReport, Stats};
 use std::fmt::Write as _;
 
 pub(super) fn stats_text(stats: &Stats) -> String {
@@ -96,6 +96,45 @@ pub(super) fn stats_text(stats: &Stats) -> String {
         out,
         "remote bad MAC      {} (unauthenticated values refused)",
         stats.remote_unauthenticated
+    );
+    out
+}
+
+pub(super) fn gc_text(r: &GcReport) -> String {
+    let mut out = format!(
+        "evicted {} entries ({}); {} in the cache now{}\n",
+        r.eviction.evicted,
+        human_bytes(r.eviction.freed_bytes),
+        human_bytes(r.eviction.total_after),
+        if r.eviction.over_cap_protected {
+            " (still over the cap: the rest is within the time-to-live)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "removed {} stale temporary files, {} old quarantined files, {} unused lock files",
+        r.tmp_removed, r.quarantine_removed, r.locks_removed
+    );
+    out
+}
+
+pub(super) fn verify_text(r: &RebuildReport) -> String {
+    let mut out = format!(
+        "checked {} entry files: {} valid, {} quarantined\n",
+        r.checked, r.entries, r.quarantined
+    );
+    let _ = writeln!(
+        out,
+        "index: {} rows added, {} rows removed{}",
+        r.rows_added,
+        r.rows_removed,
+        if r.index_recreated {
+            ", recreated (it was unusable)"
+        } else {
+            ""
+        }
     );
     out
 }
