@@ -106,6 +106,7 @@ fn show_by_key_and_address_and_why_between_stored_keys() {
             .arg(dir.join("cache")),
     ))
     .unwrap();
+    assert_eq!(why_json["schema"], "mlir-cache-key.why.v1");
     assert_eq!(
         why_json["differences"][0]["name"], "computation",
         "{why_json}"

@@ -154,22 +154,6 @@ pub(super) fn human_bytes(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn human_bytes() {
-        use super::human_bytes as h;
-        assert_eq!(h(0), "0 B");
-        assert_eq!(h(999), "999 B");
-        assert_eq!(h(1000), "1.0 kB");
-        assert_eq!(h(1500), "1.5 kB");
-        assert_eq!(h(100_000), "100.0 kB");
-        assert_eq!(h(999_999), "1.0 MB");
-        assert_eq!(h(100_000_000_000), "100.0 GB");
-        assert_eq!(h(u64::MAX), "18.4 EB");
-    }
-}
-
 pub(super) fn table(entries: &[EntrySummary]) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -191,4 +175,20 @@ pub(super) fn table(entries: &[EntrySummary]) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn human_bytes() {
+        use super::human_bytes as h;
+        assert_eq!(h(0), "0 B");
+        assert_eq!(h(999), "999 B");
+        assert_eq!(h(1000), "1.0 kB");
+        assert_eq!(h(1500), "1.5 kB");
+        assert_eq!(h(100_000), "100.0 kB");
+        assert_eq!(h(999_999), "1.0 MB");
+        assert_eq!(h(100_000_000_000), "100.0 GB");
+        assert_eq!(h(u64::MAX), "18.4 EB");
+    }
 }

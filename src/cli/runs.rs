@@ -150,7 +150,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
         Command::Status { run, json } => {
             let status = super::run_status::status(&registry, &run, &cache.as_args())?;
             if json {
-                json_text(&status)?
+                super::output::versioned("status", &status)?
             } else {
                 super::run_status::text(&status)
             }

@@ -41,9 +41,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let b = side(&args.b, &args)?;
     let explanation = explain(&a, &b);
     let text = if args.json {
-        let mut text = serde_json::to_string_pretty(&explanation).map_err(CliError::other)?;
-        text.push('\n');
-        text
+        output::versioned("why", &explanation)?
     } else {
         explanation.to_string()
     };
