@@ -100,7 +100,7 @@ pub fn main() -> ExitCode {
         .unwrap_or_default()
         .to_string();
     if compilers::known(&invoked_as).is_some() {
-        logging::init(flags_level());
+        logging::init(flags_level(None));
         return wrap::masquerade(&invoked_as);
     }
     let cli = match Cli::try_parse() {
@@ -115,20 +115,28 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    // The command line wins; else --log_level of MLIR_CACHE_KEY_FLAGS.
-    logging::init(cli.log_level.or_else(flags_level));
+    // The command line wins; else --log_level of MLIR_CACHE_KEY_FLAGS, else log_level of the
+    // configuration file (of the cache directory the command names).
+    let cache = match &cli.command {
+        Command::Cache(m) => Some(&m.cache),
+        Command::Runs(m) => Some(&m.cache),
+        Command::Config(m) => Some(&m.cache),
+        _ => None,
+    };
+    logging::init(cli.log_level.or_else(|| flags_level(cache)));
     match run(cli) {
         Ok(code) => code,
         Err(e) => e.report(),
     }
 }
 
-/// --log_level of MLIR_CACHE_KEY_FLAGS, when set (a bad variable is reported
-/// when the cache is opened).
-fn flags_level() -> Option<logging::Level> {
-    let settings = settings::CacheOptions::default().settings().ok()?;
-    std::env::var_os(crate::store::FLAGS_VAR)?;
-    Some(logging::Level::from(settings.log_level))
+/// The log level of MLIR_CACHE_KEY_FLAGS or the configuration file, when set there (bad
+/// settings are reported when the cache is opened).
+fn flags_level(cache: Option<&settings::CacheOptions>) -> Option<logging::Level> {
+    let default = settings::CacheOptions::default();
+    let resolved = cache.unwrap_or(&default).resolved().ok()?;
+    (resolved.sources.get("log_level") != Some(&crate::store::Source::Default))
+        .then(|| logging::Level::from(resolved.settings.log_level))
 }
 
 fn run(cli: Cli) -> Result<ExitCode, error::CliError> {

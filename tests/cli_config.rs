@@ -199,3 +199,21 @@ fn cache_dir_mode_from_the_command_line() {
         EX_USAGE,
     );
 }
+
+#[test]
+fn log_level_from_the_config_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let quiet = tmp.path().join("quiet");
+    let loud = tmp.path().join("loud");
+    set(&loud, "log_level", "info");
+    let stderr = |dir: &Path| {
+        let out = common::run(bin().args(["cache", "stats", "--cache-dir"]).arg(dir));
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(!stderr(&quiet).contains("Built the cache index"));
+    assert!(
+        stderr(&loud).contains("Built the cache index"),
+        "log_level = info in the file is used"
+    );
+}
