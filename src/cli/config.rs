@@ -91,7 +91,13 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
         Command::Set { name, value } => {
             let s = cache.settings()?;
             let path = set_config(&s.cache_dir, &name, Some(&value), s.dir_mode)?;
-            format!("{name} = {} in {}\n", value.trim(), path.display())
+            // A remote URL may carry a password: never echo it.
+            let shown = if name == "remote" {
+                crate::store::remote::redact(value.trim())
+            } else {
+                value.trim().to_owned()
+            };
+            format!("{name} = {shown} in {}\n", path.display())
         }
         Command::Unset { name } => {
             let s = cache.settings()?;

@@ -221,8 +221,14 @@ pub fn parse_config(path: &Path, text: &str) -> Result<SettingsOverrides, Settin
                 "expected NAME = VALUE".to_owned(),
             ));
         };
+        // A remote URL may carry a password: never echo it.
+        let shown = if name.trim() == "remote" {
+            format!("remote = {}", super::redact(value.trim()))
+        } else {
+            line.to_owned()
+        };
         apply_setting(&mut o, name.trim(), value.trim())
-            .map_err(|message| config_error(path, i + 1, line, message))?;
+            .map_err(|message| config_error(path, i + 1, &shown, message))?;
     }
     Ok(o)
 }
@@ -352,12 +358,14 @@ mod tests {
             ("\n\nno_cache = maybe\n", 3),
             ("cache_dir = /x\n", 1),
             ("just words\n", 1),
+            ("remote = redis://u:hunter2@h:1/x\n", 1),
         ] {
             let e = parse(text).expect_err(text).to_string();
             assert!(
                 e.starts_with(&format!("/c/mlir-cache-key.conf:{line}: ")),
                 "{text:?}: {e}"
             );
+            assert!(!e.contains("hunter2"), "{e}");
         }
     }
 
