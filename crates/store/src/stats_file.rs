@@ -62,7 +62,8 @@ pub fn write(root: &Path, counters: &BTreeMap<String, i64>, zeroed_ms: Option<i6
         return;
     };
     if let Err(e) = super::atomic::write_file(&path(root), &bytes, mode) {
-        tracing::warn!("cannot write the statistics file: {e}");
+        // A reader without write access (a shared cache) still gets its statistics.
+        tracing::debug!("cannot write the statistics file: {e}");
     }
 }
 
