@@ -23,6 +23,11 @@ fn main() {
     let llvm_config = prefix.join("bin/llvm-config");
     let lib_dir = PathBuf::from(llvm_config_output(&llvm_config, "--libdir"));
     let include_dir = llvm_config_output(&llvm_config, "--includedir");
+    // For `--version`.
+    println!(
+        "cargo:rustc-env=MCK_MLIR_VERSION={}",
+        llvm_config_output(&llvm_config, "--version")
+    );
 
     write_capi_linker_script(&lib_dir, &out_dir);
     println!("cargo:rustc-link-search=native={}", out_dir.display());

@@ -5,11 +5,14 @@
 mod address_args;
 mod addresses;
 mod cache;
+mod cache_args;
 mod cache_text;
 mod canon;
 mod compilers;
+mod config;
 mod error;
 mod exec;
+mod help;
 mod input;
 mod kernels;
 mod key;
@@ -17,9 +20,11 @@ mod key_args;
 mod logging;
 mod module;
 mod output;
+mod progress;
 mod run_status;
 mod runs;
 mod settings;
+mod stored;
 mod why;
 mod wrap;
 
@@ -31,7 +36,7 @@ pub use error::Failure;
 #[derive(Debug, Parser)]
 #[command(
     name = "mlir-cache-key",
-    version,
+    version = help::long_version(),
     about = "Stable, explainable compilation-cache keys for MLIR programs",
     long_about = None,
     after_help = error::EXIT_CODES
@@ -67,6 +72,13 @@ enum Command {
     Cache(Managed<cache::Command>),
     /// Run records: what each run used at each address; export and import.
     Runs(Managed<runs::Command>),
+    /// The settings in force and their sources; the configuration file of the cache
+    /// directory (mlir-cache-key.conf).
+    Config(Managed<config::Command>),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(help::CompletionsArgs),
+    /// Print the man page (roff) to stdout: `mlir-cache-key man | man -l -`.
+    Man,
 }
 
 /// A management command with the cache options it applies to.
@@ -88,7 +100,7 @@ pub fn main() -> ExitCode {
         .unwrap_or_default()
         .to_string();
     if compilers::known(&invoked_as).is_some() {
-        logging::init(flags_level());
+        logging::init(flags_level(None));
         return wrap::masquerade(&invoked_as);
     }
     let cli = match Cli::try_parse() {
@@ -103,20 +115,28 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    // The command line wins; else --log_level of MLIR_CACHE_KEY_FLAGS.
-    logging::init(cli.log_level.or_else(flags_level));
+    // The command line wins; else --log_level of MLIR_CACHE_KEY_FLAGS, else log_level of the
+    // configuration file (of the cache directory the command names).
+    let cache = match &cli.command {
+        Command::Cache(m) => Some(&m.cache),
+        Command::Runs(m) => Some(&m.cache),
+        Command::Config(m) => Some(&m.cache),
+        _ => None,
+    };
+    logging::init(cli.log_level.or_else(|| flags_level(cache)));
     match run(cli) {
         Ok(code) => code,
         Err(e) => e.report(),
     }
 }
 
-/// --log_level of MLIR_CACHE_KEY_FLAGS, when set (a bad variable is reported
-/// when the cache is opened).
-fn flags_level() -> Option<logging::Level> {
-    let settings = settings::CacheOptions::default().settings().ok()?;
-    std::env::var_os(crate::store::FLAGS_VAR)?;
-    Some(logging::Level::from(settings.log_level))
+/// The log level of MLIR_CACHE_KEY_FLAGS or the configuration file, when set there (bad
+/// settings are reported when the cache is opened).
+fn flags_level(cache: Option<&settings::CacheOptions>) -> Option<logging::Level> {
+    let default = settings::CacheOptions::default();
+    let resolved = cache.unwrap_or(&default).resolved().ok()?;
+    (resolved.sources.get("log_level") != Some(&crate::store::Source::Default))
+        .then(|| logging::Level::from(resolved.settings.log_level))
 }
 
 fn run(cli: Cli) -> Result<ExitCode, error::CliError> {
@@ -129,5 +149,8 @@ fn run(cli: Cli) -> Result<ExitCode, error::CliError> {
         Command::Wrap(args) => wrap::run(args),
         Command::Cache(m) => cache::run(m.command, &m.cache),
         Command::Runs(m) => runs::run(m.command, &m.cache),
+        Command::Config(m) => config::run(m.command, &m.cache),
+        Command::Completions(args) => help::completions(args),
+        Command::Man => help::man(),
     }
 }

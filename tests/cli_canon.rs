@@ -242,12 +242,12 @@ fn no_arguments_is_a_usage_error() {
     );
 }
 
-/// Cache and remote options belong to the commands that use the cache, not to `canon` or
-/// `kernels`; `exec`, `cache` and `runs` list them.
+/// Cache and remote options belong to the commands that use the cache, not to `canon`,
+/// `kernels` or `key`; `exec`, `cache`, `runs` and `why` (which reads stored keys) list them.
 #[test]
 fn cache_options_only_where_the_cache_is_used() {
     let help = |args: &[&str]| text(success(bin().args(args).arg("--help")));
-    for command in [&["canon"][..], &["kernels"], &["key"], &["why"]] {
+    for command in [&["canon"][..], &["kernels"], &["key"]] {
         let shown = help(command);
         for option in ["--cache-dir", "--remote", "--no-cache", "--cache-size"] {
             assert!(
@@ -256,7 +256,12 @@ fn cache_options_only_where_the_cache_is_used() {
             );
         }
     }
-    for command in [&["exec"][..], &["cache", "stats"], &["runs", "list"]] {
+    for command in [
+        &["exec"][..],
+        &["cache", "stats"],
+        &["runs", "list"],
+        &["why"],
+    ] {
         let shown = help(command);
         for option in ["--cache-dir", "--remote"] {
             assert!(

@@ -243,7 +243,7 @@ fn cache_management_commands() {
         fetched,
         std::fs::read(s.dir.path().join("out.bin")).unwrap()
     );
-    let verify = text(success(&mut cache(&["verify"])));
+    let verify = text(success(&mut cache(&["verify", "--json"])));
     assert!(verify.contains("\"entries\": 1"), "{verify}");
     success(&mut cache(&["gc"]));
     assert!(text(success(&mut cache(&["clear", "--name", "other_*"]))).contains("and 0 entries"));

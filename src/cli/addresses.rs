@@ -1,8 +1,10 @@
 //! Address views and operations behind `cache list`, `cache clear` and
 //! `cache adopt`.
 
-use super::cache::{Select, state};
+use super::cache::Select;
+use super::cache_args::state;
 use super::error::CliError;
+use super::output::Reported;
 use super::output::{pad, utc};
 use crate::store::{
     Address, AddressEntry, AddressPattern, Clear, Digest, EntrySummary, Registry, RunningEntry,
@@ -189,7 +191,7 @@ pub fn clear(
     all: bool,
     name: Option<&str>,
     selectors: &Select,
-) -> Result<String, CliError> {
+) -> Result<Reported, CliError> {
     let registry = store.registry()?;
     // Filters narrow: `--all --step NAME` is every address of that step, not every address.
     let filtered =
@@ -237,13 +239,22 @@ pub fn clear(
             kept += 1;
         }
     }
-    Ok(format!(
-        "removed {removed_addresses} addresses and {} entries ({} bytes); kept {kept} entries still referenced by a run record or another address\n",
-        report.removed, report.freed_bytes
-    ))
+    Ok(Reported {
+        text: format!(
+            "removed {removed_addresses} addresses and {} entries ({}); kept {kept} entries still referenced by a run record or another address\n",
+            report.removed,
+            super::cache_text::human_bytes(report.freed_bytes)
+        ),
+        json: serde_json::json!({
+            "removed_addresses": removed_addresses,
+            "removed_entries": report.removed,
+            "freed_bytes": report.freed_bytes,
+            "kept_entries": kept,
+        }),
+    })
 }
 
-pub fn adopt(store: &Store, run: &str) -> Result<String, CliError> {
+pub fn adopt(store: &Store, run: &str) -> Result<Reported, CliError> {
     let registry = store.registry()?;
     let lines = registry
         .run(run)?
@@ -260,6 +271,7 @@ pub fn adopt(store: &Store, run: &str) -> Result<String, CliError> {
             _ => missing.push(format!("{} ({})", line.address, line.key)),
         }
     }
+    let json = serde_json::json!({ "run": run, "adopted": adopted, "missing": missing });
     let mut out = format!("adopted {adopted} addresses from run {run}\n");
     if !missing.is_empty() {
         let _ = writeln!(
@@ -267,9 +279,9 @@ pub fn adopt(store: &Store, run: &str) -> Result<String, CliError> {
             "{} artefacts are no longer in the cache:",
             missing.len()
         );
-        for m in missing {
+        for m in &missing {
             let _ = writeln!(out, "  {m}");
         }
     }
-    Ok(out)
+    Ok(Reported { text: out, json })
 }

@@ -1,121 +1,17 @@
 //! `mlir-cache-key cache …`: inspect and manage the persistent cache.
 
 use super::addresses;
-use super::cache_text::{stats_text, table};
+pub use super::cache_args::{Command, Select};
+use super::cache_args::{SortArg, state};
+use super::cache_text::{gc_text, stats_text, table, verify_text};
 use super::error::CliError;
-use super::output::{self, json_text};
+use super::output::{self, json_text, versioned};
+use super::progress::Progress;
 use super::settings::CacheOptions;
-use crate::store::{CacheKey, EntryState, ListFilter, Lookup, SortBy, Store, Tiered};
+use super::stored;
+use crate::store::{CacheKey, ListFilter, Lookup, SortBy, Store, Tiered};
 use anyhow::{Context as _, anyhow};
-use std::path::PathBuf;
 use std::process::ExitCode;
-
-#[derive(Debug, clap::Subcommand)]
-pub enum Command {
-    /// Entries, bytes, hits, misses, failures, evictions; the remote tier's
-    /// hits, misses, writes, fallbacks and corrupt values.
-    Stats {
-        #[arg(long)]
-        json: bool,
-    },
-    /// List addresses (grouped by path) and what each holds.
-    List {
-        /// An address pattern: names or mapped values may be `*`
-        /// ('train-v1/answer[model:*]'); a path matches everything below it.
-        pattern: Option<String>,
-        #[command(flatten)]
-        select: Select,
-        #[arg(long)]
-        json: bool,
-    },
-    /// List content entries (with or without an address), most recently used first.
-    Entries {
-        /// Only modules whose name matches this glob (`jit_*`).
-        #[arg(long, value_name = "GLOB")]
-        name: Option<String>,
-        #[arg(long, value_enum)]
-        state: Option<StateArg>,
-        /// Order: last-use (default), lru (eviction order) or name.
-        #[arg(long, value_enum, default_value = "last-use")]
-        sort: SortArg,
-        #[arg(long)]
-        limit: Option<usize>,
-        #[arg(long)]
-        json: bool,
-    },
-    /// Remove addresses matching PATTERN (or --all) and their artefacts;
-    /// artefacts a run record references are kept (for `cache adopt`).
-    Clear {
-        /// An address pattern, as for `cache list`.
-        #[arg(conflicts_with = "all")]
-        pattern: Option<String>,
-        /// Every address and every unreferenced entry.
-        #[arg(long)]
-        all: bool,
-        /// Content entries whose module name matches this glob.
-        #[arg(long, value_name = "GLOB", conflicts_with = "all")]
-        name: Option<String>,
-        #[command(flatten)]
-        select: Select,
-    },
-    /// Put a run's entries back at their addresses.
-    Adopt { run: String },
-    /// Re-check every entry's checksums (damaged ones are quarantined) and
-    /// repair the index from the directory.
-    Verify,
-    /// Apply the size cap and time-to-live now; sweep stale temporary files.
-    Gc,
-    /// Store FILE under KEY (`<name>-<64 hex>`), e.g. from `key` (and on the
-    /// remote tier, if any).
-    Put {
-        key: String,
-        file: PathBuf,
-        /// A `key --json` report to keep as the entry's ingredients.
-        #[arg(long, value_name = "REPORT")]
-        record: Option<PathBuf>,
-    },
-    /// Write the artefact stored under KEY to OUT (or stdout), from the local
-    /// cache or else the remote tier.
-    Get {
-        key: String,
-        #[arg(short, long, value_name = "OUT")]
-        output: Option<PathBuf>,
-    },
-}
-
-/// Address selectors shared by `list` and `clear`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct Select {
-    /// Only addresses whose local name (last path segment) is NAME.
-    #[arg(long, value_name = "NAME")]
-    pub step: Option<String>,
-    /// Only addresses whose entry is ok or failed.
-    #[arg(long, value_enum)]
-    pub state: Option<StateArg>,
-    /// Only addresses where run RUN met a cache conflict.
-    #[arg(long, value_name = "RUN")]
-    pub conflicts_in: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum StateArg {
-    Ok,
-    Failed,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum SortArg {
-    LastUse,
-    Lru,
-    Name,
-}
-
-pub(super) fn state(arg: Option<StateArg>) -> Option<EntryState> {
-    arg.map(|s| match s {
-        StateArg::Ok => EntryState::Ok,
-        StateArg::Failed => EntryState::Failed,
-    })
-}
 
 fn open(cache: &CacheOptions) -> Result<Store, CliError> {
     Ok(Store::open(&cache.settings()?)?)
@@ -124,7 +20,10 @@ fn open(cache: &CacheOptions) -> Result<Store, CliError> {
 pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError> {
     let store = open(cache)?;
     let text = match command {
-        Command::Stats { json } => {
+        Command::Stats { json, zero } => {
+            if zero {
+                store.zero_stats()?;
+            }
             let stats = store.stats()?;
             if json {
                 json_text(&stats)?
@@ -173,23 +72,44 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             all,
             name,
             select,
-        } => addresses::clear(&store, pattern.as_deref(), all, name.as_deref(), &select)?,
-        Command::Adopt { run } => addresses::adopt(&store, &run)?,
-        Command::Verify => {
-            let progress = indicatif::ProgressBar::new(0);
-            progress.set_style(
-                indicatif::ProgressStyle::with_template("verifying {bar:40} {pos}/{len} entries")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            let report = store.verify(|done, total| {
-                progress.set_length(total);
-                progress.set_position(done);
-            })?;
-            progress.finish_and_clear();
-            json_text(&report)?
+            json,
+        } => addresses::clear(&store, pattern.as_deref(), all, name.as_deref(), &select)?
+            .render("clear", json)?,
+        Command::Show { what, json } => {
+            let meta = stored::require(&store, &what)?;
+            if json {
+                stored::json(&meta)?
+            } else {
+                stored::text(&meta)
+            }
         }
-        Command::Gc => json_text(&store.gc()?)?,
-        Command::Put { key, file, record } => {
+        Command::Adopt { run, json } => addresses::adopt(&store, &run)?.render("adopt", json)?,
+        Command::Verify { json } => {
+            let progress = Progress::bar("verifying entries", json);
+            let report = store.verify(|done, total| progress.set(done, total))?;
+            drop(progress);
+            if json {
+                versioned("verify", &report)?
+            } else {
+                verify_text(&report)
+            }
+        }
+        Command::Gc { json } => {
+            let progress = Progress::spinner("collecting garbage", json);
+            let report = store.gc()?;
+            drop(progress);
+            if json {
+                versioned("gc", &report)?
+            } else {
+                gc_text(&report)
+            }
+        }
+        Command::Put {
+            key,
+            file,
+            record,
+            json,
+        } => {
             let key = CacheKey::parse(&key)?;
             let bytes = std::fs::read(&file)
                 .with_context(|| format!("cannot read {}", file.display()))
@@ -205,14 +125,36 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
                 None => serde_json::Value::Null,
             };
             Tiered::over(store).put(&key, &bytes, &ingredients)?;
-            format!("stored {key}\n")
+            if json {
+                versioned(
+                    "put",
+                    &serde_json::json!({ "key": key.to_string(), "bytes": bytes.len() }),
+                )?
+            } else {
+                format!("stored {key}\n")
+            }
         }
-        Command::Get { key, output: out } => {
+        Command::Get {
+            key,
+            output: out,
+            json,
+        } => {
             let key = CacheKey::parse(&key)?;
             match Tiered::over(store).get(&key)? {
                 Lookup::Hit(artefact) => {
                     output::write(out.as_deref(), &artefact.bytes)?;
-                    return Ok(ExitCode::SUCCESS);
+                    if !json {
+                        return Ok(ExitCode::SUCCESS);
+                    }
+                    versioned(
+                        "get",
+                        &serde_json::json!({
+                            "key": key.to_string(),
+                            "bytes": artefact.bytes.len(),
+                            "created_ms": artefact.created_ms,
+                            "output": out,
+                        }),
+                    )?
                 }
                 Lookup::Failed(f) => {
                     return Err(CliError::other(anyhow!(

@@ -1,7 +1,7 @@
 //! `cache stats` and `cache entries` as text for people (`--json` prints the structs).
 
 use super::output::utc;
-use crate::store::{EntryState, EntrySummary, Stats};
+use crate::store::{EntryState, EntrySummary, GcReport, RebuildReport, Stats};
 use std::fmt::Write as _;
 
 pub(super) fn stats_text(stats: &Stats) -> String {
@@ -14,11 +14,41 @@ pub(super) fn stats_text(stats: &Stats) -> String {
     );
     let _ = writeln!(
         out,
-        "size                {} of {} bytes",
-        stats.bytes, stats.max_size
+        "size                {} of {} ({}%)",
+        human_bytes(stats.bytes),
+        human_bytes(stats.max_size),
+        if stats.max_size == 0 {
+            100.0
+        } else {
+            (stats.bytes as f64 * 1000.0 / stats.max_size as f64).round() / 10.0
+        }
     );
     let _ = writeln!(out, "time to live        {} days", stats.ttl_days);
     let _ = writeln!(out, "hits / misses       {} / {}", stats.hits, stats.misses);
+    let _ = writeln!(
+        out,
+        "hit rate            {}",
+        stats
+            .hit_rate
+            .map_or("-".to_owned(), |r| format!("{:.1}%", r * 100.0))
+    );
+    if !stats.miss_reasons.is_empty() {
+        let reasons: Vec<String> = stats
+            .miss_reasons
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        let _ = writeln!(out, "misses by reason    {}", reasons.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "written             {} in {} entries",
+        human_bytes(stats.bytes_written),
+        stats.puts
+    );
+    if let Some(ms) = stats.zeroed_ms {
+        let _ = writeln!(out, "counters zeroed     {}", utc(ms));
+    }
     let _ = writeln!(out, "failures replayed   {}", stats.failures_replayed);
     let _ = writeln!(out, "evictions           {}", stats.evictions);
     let _ = writeln!(
@@ -70,6 +100,60 @@ pub(super) fn stats_text(stats: &Stats) -> String {
     out
 }
 
+pub(super) fn gc_text(r: &GcReport) -> String {
+    let mut out = format!(
+        "evicted {} entries ({}); {} in the cache now{}\n",
+        r.eviction.evicted,
+        human_bytes(r.eviction.freed_bytes),
+        human_bytes(r.eviction.total_after),
+        if r.eviction.over_cap_protected {
+            " (still over the cap: the rest is within the time-to-live)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "removed {} stale temporary files, {} old quarantined files, {} unused lock files",
+        r.tmp_removed, r.quarantine_removed, r.locks_removed
+    );
+    out
+}
+
+pub(super) fn verify_text(r: &RebuildReport) -> String {
+    let mut out = format!(
+        "checked {} entry files: {} valid, {} quarantined\n",
+        r.checked, r.entries, r.quarantined
+    );
+    let _ = writeln!(
+        out,
+        "index: {} rows added, {} rows removed{}",
+        r.rows_added,
+        r.rows_removed,
+        if r.index_recreated {
+            ", recreated (it was unusable)"
+        } else {
+            ""
+        }
+    );
+    out
+}
+
+/// A byte count in decimal units, as ccache prints them: `512 B`, `1.5 kB`, `100.0 GB`.
+pub(super) fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["kB", "MB", "GB", "TB", "PB", "EB"];
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 999.95 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 pub(super) fn table(entries: &[EntrySummary]) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -91,4 +175,20 @@ pub(super) fn table(entries: &[EntrySummary]) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn human_bytes() {
+        use super::human_bytes as h;
+        assert_eq!(h(0), "0 B");
+        assert_eq!(h(999), "999 B");
+        assert_eq!(h(1000), "1.0 kB");
+        assert_eq!(h(1500), "1.5 kB");
+        assert_eq!(h(100_000), "100.0 kB");
+        assert_eq!(h(999_999), "1.0 MB");
+        assert_eq!(h(100_000_000_000), "100.0 GB");
+        assert_eq!(h(u64::MAX), "18.4 EB");
+    }
 }

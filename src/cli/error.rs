@@ -92,7 +92,9 @@ impl From<crate::store::StoreError> for CliError {
             // A refusal (a sealed run, an immutable record) is the request's fault, not the
             // cache's.
             kind: match e {
-                crate::store::StoreError::Refused(_) => Failure::Usage,
+                crate::store::StoreError::Refused(_) | crate::store::StoreError::Settings(_) => {
+                    Failure::Usage
+                }
                 _ => Failure::Cache,
             },
             error: e.into(),

@@ -43,6 +43,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    // A big module (thousands of blocks) takes seconds: a spinner after one, on a terminal.
+    let progress = super::progress::Progress::spinner("keying", args.json);
     let record = record_for(
         args.input.as_ref(),
         args.computation_bytes.as_ref(),
@@ -51,6 +53,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         &args.key,
         args.json,
     )?;
+    drop(progress);
     if args.explain {
         eprint!("{}", explain_lines(&record));
     }

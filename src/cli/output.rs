@@ -34,6 +34,36 @@ pub fn json_text<T: serde::Serialize>(value: &T) -> Result<String, CliError> {
     Ok(text)
 }
 
+/// A report as pretty JSON with its versioned shape, `"schema": "mlir-cache-key.NAME.v1"`
+/// (documented in README.md).
+pub fn versioned<T: serde::Serialize>(name: &str, value: &T) -> Result<String, CliError> {
+    let mut v = serde_json::to_value(value).map_err(CliError::other)?;
+    if let serde_json::Value::Object(map) = &mut v {
+        map.insert(
+            "schema".to_owned(),
+            serde_json::Value::String(format!("mlir-cache-key.{name}.v1")),
+        );
+    }
+    json_text(&v)
+}
+
+/// A command's result both ways: text for people, a value for `--json`.
+pub struct Reported {
+    pub text: String,
+    pub json: serde_json::Value,
+}
+
+impl Reported {
+    /// The text, or the JSON with schema `mlir-cache-key.NAME.v1`.
+    pub fn render(self, name: &str, json: bool) -> Result<String, CliError> {
+        if json {
+            versioned(name, &self.json)
+        } else {
+            Ok(self.text)
+        }
+    }
+}
+
 /// Milliseconds since the epoch as an RFC 3339 UTC time.
 pub fn utc(ms: i64) -> String {
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);

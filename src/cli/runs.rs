@@ -3,7 +3,8 @@
 
 use super::error::CliError;
 use super::output;
-use super::output::{json_text, pad, utc};
+use super::output::{Reported, json_text, pad, utc};
+use super::progress::Progress;
 use super::settings::CacheOptions;
 use crate::store::{Store, StoreError};
 use anyhow::anyhow;
@@ -14,38 +15,72 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// Every run, oldest first, with its counts.
+    #[command(after_help = "Example:\n  mlir-cache-key runs list --json")]
     List {
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// One run's record: address → fingerprint, state, time.
+    #[command(after_help = "Example:\n  mlir-cache-key runs show nightly-0412 --json")]
     Show {
+        /// The run's name (as given to `exec --run`).
         run: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Write a run and its artefacts to one file (a tar with checksums).
-    Export { run: String, file: PathBuf },
+    #[command(after_help = "Example:\n  mlir-cache-key runs export nightly-0412 nightly.tar")]
+    Export {
+        /// The run's name.
+        run: String,
+        /// The file to write (a tar with checksums).
+        file: PathBuf,
+        /// Print JSON (schema mlir-cache-key.export.v1) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Read a `runs export` file into this cache, verifying every checksum.
+    #[command(after_help = "Example:\n  mlir-cache-key runs import nightly.tar --adopt-cache")]
     Import {
+        /// A file written by `runs export`.
         file: PathBuf,
         /// Also put the run's entries at their addresses here.
         #[arg(long)]
         adopt_cache: bool,
+        /// Print JSON (schema mlir-cache-key.import.v1) instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// A run's outcome: counts, its conflicts grouped into address patterns, and the
     /// commands that resolve them.
+    #[command(after_help = "Example:\n  mlir-cache-key runs status nightly-0412")]
     Status {
+        /// The run's name.
         run: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Seal a run: its record never changes again (`exec --run RUN` is then refused).
-    Close { run: String },
+    #[command(after_help = "Example:\n  mlir-cache-key runs close nightly-0412")]
+    Close {
+        /// The run's name.
+        run: String,
+        /// Print JSON (schema mlir-cache-key.close.v1) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Forget runs' records, so their artefacts may be evicted.
+    #[command(after_help = "Example:\n  mlir-cache-key runs prune nightly-0401 nightly-0402")]
     Prune {
+        /// The runs' names.
         #[arg(required = true)]
         runs: Vec<String>,
+        /// Print JSON (schema mlir-cache-key.prune.v1) instead of text.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -115,31 +150,54 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
         Command::Status { run, json } => {
             let status = super::run_status::status(&registry, &run, &cache.as_args())?;
             if json {
-                json_text(&status)?
+                super::output::versioned("status", &status)?
             } else {
                 super::run_status::text(&status)
             }
         }
-        Command::Close { run } => {
+        Command::Close { run, json } => {
             registry.run(&run)?.ok_or_else(|| no_run(&run))?;
-            if registry.close_run(&run, store.now())? {
-                format!("closed run {run}: its record is sealed\n")
-            } else {
-                format!("run {run} was already closed\n")
+            let closed = registry.close_run(&run, store.now())?;
+            Reported {
+                text: if closed {
+                    format!("closed run {run}: its record is sealed\n")
+                } else {
+                    format!("run {run} was already closed\n")
+                },
+                json: serde_json::json!({ "run": run, "closed_now": closed }),
             }
+            .render("close", json)?
         }
-        Command::Export { run, file } => export(&store, &run, &file)?,
-        Command::Import { file, adopt_cache } => import(&store, &file, adopt_cache)?,
-        Command::Prune { runs } => {
+        Command::Export { run, file, json } => {
+            let progress = Progress::spinner("exporting", json);
+            let report = export(&store, &run, &file)?;
+            drop(progress);
+            report.render("export", json)?
+        }
+        Command::Import {
+            file,
+            adopt_cache,
+            json,
+        } => {
+            let progress = Progress::spinner("importing", json);
+            let report = import(&store, &file, adopt_cache)?;
+            drop(progress);
+            report.render("import", json)?
+        }
+        Command::Prune { runs, json } => {
             let mut out = String::new();
-            for run in runs {
-                if registry.prune_run(&run)? {
+            for run in &runs {
+                if registry.prune_run(run)? {
                     let _ = writeln!(out, "pruned run {run}");
                 } else {
-                    return Err(no_run(&run));
+                    return Err(no_run(run));
                 }
             }
-            out
+            Reported {
+                text: out,
+                json: serde_json::json!({ "pruned": runs }),
+            }
+            .render("prune", json)?
         }
     };
     output::stdout(text.as_bytes())?;
@@ -153,17 +211,25 @@ fn no_run(run: &str) -> CliError {
     ))
 }
 
-fn export(store: &Store, run: &str, file: &Path) -> Result<String, CliError> {
+fn export(store: &Store, run: &str, file: &Path) -> Result<Reported, CliError> {
     let report = store.export_run(run, file)?.ok_or_else(|| no_run(run))?;
-    Ok(format!(
-        "exported run {run}: {} lines, {} artefacts, to {}\n",
-        report.lines,
-        report.artefacts,
-        file.display()
-    ))
+    Ok(Reported {
+        text: format!(
+            "exported run {run}: {} lines, {} artefacts, to {}\n",
+            report.lines,
+            report.artefacts,
+            file.display()
+        ),
+        json: serde_json::json!({
+            "run": run,
+            "lines": report.lines,
+            "artefacts": report.artefacts,
+            "file": file,
+        }),
+    })
 }
 
-fn import(store: &Store, file: &Path, adopt_cache: bool) -> Result<String, CliError> {
+fn import(store: &Store, file: &Path, adopt_cache: bool) -> Result<Reported, CliError> {
     let report = store.import_run(file).map_err(|e| match e {
         StoreError::Archive { .. } => CliError::input(e),
         e => e.into(),
@@ -172,8 +238,15 @@ fn import(store: &Store, file: &Path, adopt_cache: bool) -> Result<String, CliEr
         "imported run {}: {} lines, {} artefacts\n",
         report.run, report.lines, report.artefacts
     );
+    let mut json = serde_json::json!({
+        "run": report.run,
+        "lines": report.lines,
+        "artefacts": report.artefacts,
+    });
     if adopt_cache {
-        out.push_str(&super::addresses::adopt(store, &report.run)?);
+        let adopted = super::addresses::adopt(store, &report.run)?;
+        out.push_str(&adopted.text);
+        json["adopt"] = adopted.json;
     }
-    Ok(out)
+    Ok(Reported { text: out, json })
 }

@@ -1,7 +1,10 @@
 //! Cache settings: `MLIR_CACHE_KEY_FLAGS`, then these command-line options.
 
 use super::error::CliError;
-use crate::store::{Settings, SettingsOverrides, parse_seconds, parse_size, parse_ttl_days};
+use crate::store::{
+    Resolved, Settings, SettingsOverrides, parse_dir_mode, parse_seconds, parse_size,
+    parse_ttl_days,
+};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -21,6 +24,10 @@ pub struct CacheOptions {
     /// Entries used within this many days are never evicted [default: 30].
     #[arg(long, alias = "cache_ttl", global = true, value_name = "DAYS", value_parser = parse_ttl_days)]
     pub cache_ttl: Option<Duration>,
+    /// Mode of the directories the cache creates: the owner always has rwx, others nothing;
+    /// 0750 or 0770 share the cache with the group, e.g. --cache-dir-mode 0770 [default: 0700].
+    #[arg(long, alias = "cache_dir_mode", global = true, value_name = "OCTAL", value_parser = parse_dir_mode)]
+    pub cache_dir_mode: Option<u32>,
     /// Compile again instead of replaying a remembered failure.
     #[arg(long, alias = "retry_failed_compilation", global = true)]
     pub retry_failed_compilation: bool,
@@ -42,12 +49,23 @@ pub struct CacheOptions {
 }
 
 impl CacheOptions {
-    /// Defaults, then the environment variable, then these options.
+    /// Defaults, then the configuration file, then the environment variable, then these options.
     pub fn settings(&self) -> Result<Settings, CliError> {
+        Ok(self.resolved()?.settings)
+    }
+
+    /// As [`CacheOptions::settings`], with the source of every setting.
+    pub fn resolved(&self) -> Result<Resolved, CliError> {
+        Settings::resolve_env(&self.overrides()?).map_err(CliError::usage)
+    }
+
+    /// These options as the top layer of the settings.
+    pub fn overrides(&self) -> Result<SettingsOverrides, CliError> {
         let mut overrides = SettingsOverrides {
             cache_dir: self.cache_dir.clone(),
             enabled: self.no_cache.then_some(false),
             max_size: self.cache_size,
+            dir_mode: self.cache_dir_mode,
             ttl: self.cache_ttl,
             retry_failed_compilation: self.retry_failed_compilation.then_some(true),
             remote_read_only: self.remote_read_only.then_some(true),
@@ -68,7 +86,7 @@ impl CacheOptions {
                 .map_err(CliError::usage)?
                 .remote_secret;
         }
-        Settings::from_env_and(&overrides).map_err(CliError::usage)
+        Ok(overrides)
     }
 }
 

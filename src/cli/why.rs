@@ -5,6 +5,8 @@ use super::error::CliError;
 use super::key::record_for;
 use super::key_args::KeyArgs;
 use super::output;
+use super::settings::CacheOptions;
+use super::stored;
 use crate::key::KeyRecord;
 use crate::key::explain::explain;
 use anyhow::Context as _;
@@ -12,9 +14,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  mlir-cache-key why old.json new.mlir --platform cpu\n  \
+                        mlir-cache-key why jit_f-<64 hex> jit_f-<64 hex> --cache-dir /tmp/c"
+)]
 pub struct Args {
-    /// The old side: a saved `key --json` report, or a module keyed with the
-    /// options below.
+    /// The old side: a saved `key --json` report, a module keyed with the
+    /// options below, or (when no such file exists) a key or address stored in the cache.
     a: PathBuf,
     /// The new side, likewise.
     b: PathBuf,
@@ -25,6 +31,9 @@ pub struct Args {
     canon: CanonFlags,
     #[command(flatten)]
     key: KeyArgs,
+    /// Where stored keys and addresses are read from.
+    #[command(flatten)]
+    cache: CacheOptions,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
@@ -32,9 +41,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let b = side(&args.b, &args)?;
     let explanation = explain(&a, &b);
     let text = if args.json {
-        let mut text = serde_json::to_string_pretty(&explanation).map_err(CliError::other)?;
-        text.push('\n');
-        text
+        output::versioned("why", &explanation)?
     } else {
         explanation.to_string()
     };
@@ -42,8 +49,13 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A saved report (JSON) or a module to key now.
+/// A saved report (JSON), a module to key now, or a stored key or address.
 fn side(path: &Path, args: &Args) -> Result<KeyRecord, CliError> {
+    if !path.exists() {
+        let store = crate::store::Store::open(&args.cache.settings()?)?;
+        let what = path.to_string_lossy();
+        return stored::record(&stored::require(&store, &what)?);
+    }
     let bytes = std::fs::read(path)
         .with_context(|| format!("cannot read {}", path.display()))
         .map_err(CliError::input)?;

@@ -16,6 +16,7 @@ pub fn explain_miss(store: &Store, key: &CacheKey, record: &KeyRecord) {
         return;
     };
     let Some(nearest) = nearest.first() else {
+        store.count_miss_reason("new");
         return;
     };
     if nearest.key == key.to_string() {
@@ -29,11 +30,25 @@ pub fn explain_miss(store: &Store, key: &CacheKey, record: &KeyRecord) {
     };
     if let Ok(old) = serde_json::from_value::<KeyRecord>(meta.ingredients) {
         let explanation = mck_key::explain::explain(&old, record);
+        store.count_miss_reason(miss_reason(&explanation));
         tracing::info!(
             "nearest entry {}:\n{}",
             nearest.key,
             explanation.to_string().trim_end()
         );
+    }
+}
+
+/// What moved, in the words of `cache stats`: the first entry that differs.
+fn miss_reason(explanation: &mck_key::explain::Explanation) -> &'static str {
+    match explanation.differences.first().map(|d| d.name.as_str()) {
+        None => "name",
+        Some("computation") => "computation",
+        Some("jax_lib version" | "backend version") => "compiler",
+        Some("XLA flags") => "flag",
+        Some("compile_options") => "option",
+        Some("accelerator_config") => "device",
+        Some(_) => "other",
     }
 }
 

@@ -442,6 +442,26 @@ impl Index {
         bump(&self.conn, counter, by)
     }
 
+    /// Adds `by` to the event counter called `name` (e.g. `miss_reason.flag`), creating it.
+    pub fn add_named(&mut self, name: &str, by: i64) -> rusqlite::Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO counters(name, value) VALUES (?1, ?2)
+                 ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
+            )?
+            .execute(params![name, by])
+            .map(|_| ())
+    }
+
+    /// Sets every event counter to zero (the sizes, which describe the entries, stay).
+    pub fn zero_events(&mut self) -> rusqlite::Result<()> {
+        self.conn.execute(
+            "DELETE FROM counters WHERE name NOT IN ('entry_count', 'total_bytes', 'failed_count')",
+            [],
+        )?;
+        Ok(())
+    }
+
     /// Every counter by name.
     pub fn counters(&self) -> rusqlite::Result<BTreeMap<String, i64>> {
         let mut stmt = self

@@ -45,6 +45,7 @@ mod registry;
 mod registry_file;
 pub mod remote;
 mod settings;
+mod stats_file;
 mod tiered;
 mod transfer;
 
@@ -60,16 +61,19 @@ pub use index::{ListFilter, SortBy};
 pub use key::{CacheKey, Digest};
 pub use layout::Layout;
 pub use lock::{CompileGuard, CompileLock};
-pub use manage::{Clear, ClearReport, EntrySummary, GcReport, Stats};
+pub use manage::{Clear, ClearReport, EntrySummary, GcReport, STATS_SCHEMA, Stats};
 pub use rebuild::RebuildReport;
 pub use registry::{
     AddressClaim, AddressEntry, REGISTRY_FILE, RUN_STATES, Registry, RunEntry, RunSummary,
     RunningEntry,
 };
 pub use settings::{
-    DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_TTL_DAYS, FLAGS_VAR, LogLevel, Settings,
-    SettingsOverrides, parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days,
+    CONFIG_FILE, DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_TTL_DAYS, FLAGS_VAR, LogLevel,
+    MAX_CONFIG_LEN, Resolved, SETTING_NAMES, Settings, SettingsOverrides, Source, parse_config,
+    parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days, read_config,
+    set_config,
 };
+pub use stats_file::STATS_FILE;
 pub use tiered::{Claim, CompileClaim, Tiered};
 
 /// The entry file format, for tests and tools that inspect entries.

@@ -22,9 +22,14 @@ use super::rebuild::{self, Depth, RebuildReport};
 /// A temporary file untouched for this long belongs to a dead writer.
 pub const STALE_TMP_MS: i64 = super::atomic::STALE_TMP_AGE.as_millis() as i64;
 
+/// Version of the shape of [`Stats`] as JSON (`cache stats --json`).
+pub const STATS_SCHEMA: &str = "mlir-cache-key.stats.v1";
+
 /// Counters and sizes, serialisable for `--json`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Stats {
+    /// [`STATS_SCHEMA`].
+    pub schema: &'static str,
     pub cache_dir: PathBuf,
     pub entries: u64,
     pub bytes: u64,
@@ -33,6 +38,13 @@ pub struct Stats {
     pub ttl_days: f64,
     pub hits: u64,
     pub misses: u64,
+    /// hits / (hits + misses), when there was a lookup.
+    pub hit_rate: Option<f64>,
+    /// Misses by what moved against the nearest stored entry (`flag`, `option`, `compiler`,
+    /// `computation`, …; `new` when no entry of the module was stored).
+    pub miss_reasons: std::collections::BTreeMap<String, u64>,
+    /// When the counters were last zeroed (`cache stats --zero`), ms since the epoch.
+    pub zeroed_ms: Option<UnixMillis>,
     pub failures_replayed: u64,
     pub evictions: u64,
     pub corrupt: u64,
@@ -108,15 +120,29 @@ impl Store {
         let remote_down_until_ms = remote.as_deref().and_then(|r| {
             super::remote::marked_down_until(&self.layout.remote_state_path(), r, self.now())
         });
+        let (_, zeroed_ms) = super::stats_file::read(self.layout.root());
+        super::stats_file::write(self.layout.root(), &c, zeroed_ms, self.file_mode());
+        let (hits, misses) = (get("hits"), get("misses"));
+        let miss_reasons = c
+            .iter()
+            .filter_map(|(k, v)| {
+                let reason = k.strip_prefix(super::stats_file::MISS_REASON_PREFIX)?;
+                Some((reason.to_owned(), (*v).max(0) as u64))
+            })
+            .collect();
         Ok(Stats {
+            schema: STATS_SCHEMA,
             cache_dir: self.layout.root().to_owned(),
             entries: get("entry_count"),
             bytes: get("total_bytes"),
             failed_entries: get("failed_count"),
             max_size: self.settings.max_size,
             ttl_days: self.settings.ttl.as_secs_f64() / 86_400.0,
-            hits: get("hits"),
-            misses: get("misses"),
+            hits,
+            misses,
+            hit_rate: (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64),
+            miss_reasons,
+            zeroed_ms,
             failures_replayed: get("failures_replayed"),
             evictions: get("evictions"),
             corrupt: get("corrupt"),
@@ -280,6 +306,7 @@ impl Store {
             locks_removed,
         };
         debug!("gc of {}: {report:?}", self.layout.root().display());
+        self.snapshot_counters();
         Ok(report)
     }
 }

@@ -110,10 +110,12 @@ pub(super) fn open_index(
             opened = Err(OpenFailure::Unusable("quick_check failed".to_owned()));
         }
     }
+    let mut salvaged = None;
     let mut ix = match opened {
         Ok((ix, true)) => return Ok(ix),
         Ok((ix, false)) => ix,
         Err(OpenFailure::Unusable(reason)) => {
+            salvaged = super::stats_file::salvage(path);
             warn!(
                 "cache index {} is unusable ({reason}); rebuilding it from the entry files",
                 path.display()
@@ -136,6 +138,7 @@ pub(super) fn open_index(
     if let Err(e) = fs::set_permissions(path, fs::Permissions::from_mode(file_mode)) {
         warn!("cannot set permissions of {}: {e}", path.display());
     }
+    seed_counters(layout, &mut ix, salvaged);
     let report = reconcile(layout, &mut ix, clock, Depth::Metadata, &mut |_, _| {})?;
     ix.mark_populated()
         .map_err(|e| index_error("mark the index as built", e))?;
@@ -147,6 +150,36 @@ pub(super) fn open_index(
         if recreated { ", index recreated" } else { "" }
     );
     Ok(ix)
+}
+
+/// Gives a fresh index (no events counted yet) the event counters of the index it replaces:
+/// those still readable from the damaged one, else the snapshot `stats.json` (each counter the
+/// larger of the two).
+fn seed_counters(
+    layout: &Layout,
+    ix: &mut Index,
+    salvaged: Option<std::collections::BTreeMap<String, i64>>,
+) {
+    let Ok(current) = ix.counters() else {
+        return;
+    };
+    let events = |name: &str| !super::stats_file::SIZE_COUNTERS.contains(&name);
+    if current.iter().any(|(k, v)| events(k) && *v != 0) {
+        return;
+    }
+    let (mut seed, _) = super::stats_file::read(layout.root());
+    for (k, v) in salvaged.unwrap_or_default() {
+        let e = seed.entry(k).or_insert(0);
+        *e = (*e).max(v);
+    }
+    for (name, value) in seed {
+        if events(&name)
+            && value > 0
+            && let Err(e) = ix.add_named(&name, value)
+        {
+            warn!("cannot restore the counter {name}: {e}");
+        }
+    }
 }
 
 fn is_plain_file(path: &Path) -> Result<bool> {

@@ -28,8 +28,15 @@
 //!
 //! Unknown flags and bad values are errors that name the flag and where it came from.
 
+mod config;
+
 use std::path::PathBuf;
 use std::time::Duration;
+
+pub use config::{
+    CONFIG_FILE, MAX_CONFIG_LEN, Resolved, SETTING_NAMES, Source, parse_config, read_config,
+    set_config,
+};
 
 use serde::Serialize;
 
@@ -194,24 +201,32 @@ impl SettingsOverrides {
 }
 
 impl Settings {
-    /// Defaults, then `MLIR_CACHE_KEY_FLAGS` from the process environment, then `overrides`.
+    /// Defaults, then the configuration file of the cache directory ([`CONFIG_FILE`]), then
+    /// `MLIR_CACHE_KEY_FLAGS` from the process environment, then `overrides`.
     pub fn from_env_and(overrides: &SettingsOverrides) -> Result<Settings, SettingsError> {
-        let env = match std::env::var(FLAGS_VAR) {
-            Ok(v) => Some(v),
-            Err(std::env::VarError::NotPresent) => None,
-            Err(std::env::VarError::NotUnicode(_)) => {
-                return Err(SettingsError {
-                    source_name: FLAGS_VAR.to_owned(),
-                    flag: FLAGS_VAR.to_owned(),
-                    message: "the variable is not valid UTF-8".to_owned(),
-                });
-            }
-        };
-        Settings::from_flags_and(env.as_deref(), overrides)
+        Ok(Settings::resolve_env(overrides)?.settings)
     }
 
-    /// As [`Settings::from_env_and`] with the variable's value given explicitly (`None`: unset),
-    /// so it can be tested without touching the process environment.
+    /// As [`Settings::from_env_and`], with the source of every setting (for `config show`).
+    pub fn resolve_env(overrides: &SettingsOverrides) -> Result<Resolved, SettingsError> {
+        let env = std::env::var(FLAGS_VAR).map_err(|e| match e {
+            std::env::VarError::NotPresent => None,
+            std::env::VarError::NotUnicode(_) => Some(SettingsError {
+                source_name: FLAGS_VAR.to_owned(),
+                flag: FLAGS_VAR.to_owned(),
+                message: "the variable is not valid UTF-8".to_owned(),
+            }),
+        });
+        match env {
+            Ok(text) => Settings::resolve(Some(&text), overrides),
+            Err(None) => Settings::resolve(None, overrides),
+            Err(Some(e)) => Err(e),
+        }
+    }
+
+    /// Defaults, then the variable's value given explicitly (`None`: unset), then `overrides`;
+    /// no configuration file (so it can be tested without touching the process environment or
+    /// the file system).
     pub fn from_flags_and(
         env_value: Option<&str>,
         overrides: &SettingsOverrides,

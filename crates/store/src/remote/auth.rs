@@ -65,6 +65,11 @@ pub enum AuthError {
 }
 
 impl Secret {
+    /// The file the secret was read from (shown by `config show`; the secret never is).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Reads the secret in `path`: a regular file (symlinks followed), of this user or root, not
     /// readable or writable by group or others (as ssh demands of private keys), at most
     /// [`MAX_SECRET_LEN`] bytes, at least [`MIN_SECRET_LEN`] once one trailing newline is dropped.

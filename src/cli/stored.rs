@@ -1,0 +1,105 @@
+//! A stored entry's record, found by key (`<name>-<64 hex>`) or by address: `cache show` and
+//! `why KEY1 KEY2`.
+
+use super::error::CliError;
+use super::key::explain_lines;
+use super::output::utc;
+use crate::key::KeyRecord;
+use crate::store::{CacheKey, Digest, EntryMeta, EntryState, Store};
+use anyhow::anyhow;
+use std::fmt::Write as _;
+
+/// Version of the `cache show --json` shape.
+pub const SHOW_SCHEMA: &str = "mlir-cache-key.entry.v1";
+
+/// The entry `what` names: a key, a bare 64-hex digest, or an address holding one.
+pub fn find(store: &Store, what: &str) -> Result<Option<EntryMeta>, CliError> {
+    let digest = if let Ok(key) = CacheKey::parse(what) {
+        Some(key.digest().clone())
+    } else if let Ok(d) = Digest::parse(what) {
+        Some(d)
+    } else {
+        match store.registry()?.address(what)? {
+            Some(entry) => Some(Digest::parse(&entry.digest)?),
+            None => None,
+        }
+    };
+    match digest {
+        Some(d) => Ok(store.read_metadata(&d)?),
+        None => Ok(None),
+    }
+}
+
+/// As [`find`], an error when nothing is stored there.
+pub fn require(store: &Store, what: &str) -> Result<EntryMeta, CliError> {
+    find(store, what)?.ok_or_else(|| {
+        CliError::no_input(anyhow!(
+            "{what} is neither a stored key nor an address of the cache {}",
+            store.layout().root().display()
+        ))
+    })
+}
+
+/// The key record kept with an entry.
+pub fn record(meta: &EntryMeta) -> Result<KeyRecord, CliError> {
+    serde_json::from_value(meta.ingredients.clone()).map_err(|e| {
+        CliError::input(anyhow!(
+            "the entry {} keeps no key record (stored by `cache put` without --record?): {e}",
+            meta.key
+        ))
+    })
+}
+
+#[derive(serde::Serialize)]
+struct Shown<'a> {
+    schema: &'static str,
+    #[serde(flatten)]
+    meta: &'a EntryMeta,
+}
+
+/// `cache show` as JSON.
+pub fn json(meta: &EntryMeta) -> Result<String, CliError> {
+    super::output::json_text(&Shown {
+        schema: SHOW_SCHEMA,
+        meta,
+    })
+}
+
+/// `cache show` as text: the entry, then its record's flags and trace.
+pub fn text(meta: &EntryMeta) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "key          {}", meta.key);
+    let _ = writeln!(
+        out,
+        "state        {}",
+        match meta.state {
+            EntryState::Ok => "ok".to_owned(),
+            EntryState::Failed => format!(
+                "failed (exit status {})",
+                meta.failure
+                    .as_ref()
+                    .and_then(|f| f.exit_status)
+                    .map_or("?".to_owned(), |s| s.to_string())
+            ),
+        }
+    );
+    let _ = writeln!(
+        out,
+        "artefact     {} bytes, sha256 {}",
+        meta.artefact_size, meta.payload_sha256
+    );
+    let _ = writeln!(out, "created      {}", utc(meta.created_ms));
+    match serde_json::from_value::<KeyRecord>(meta.ingredients.clone()) {
+        Ok(record) => {
+            out.push_str("ingredients:\n");
+            out.push_str(&explain_lines(&record));
+        }
+        Err(_) if meta.ingredients.is_null() => out.push_str("ingredients: none recorded\n"),
+        Err(_) => {
+            out.push_str("ingredients:\n");
+            out.push_str(&serde_json::to_string_pretty(&meta.ingredients).unwrap_or_default());
+            out.push('\n');
+        }
+    }
+    out
+}
