@@ -19,6 +19,7 @@ pub(super) fn stats_text(stats: &Stats) -> String {
     );
     let _ = writeln!(out, "time to live        {} days", stats.ttl_days);
     let _ = writeln!(out, "hits / misses       {} / {}", stats.hits, stats.misses);
+    let _ = writeln!(out, "direct hits         {}", stats.direct_hits);
     let _ = writeln!(out, "failures replayed   {}", stats.failures_replayed);
     let _ = writeln!(out, "evictions           {}", stats.evictions);
     let _ = writeln!(

@@ -10,7 +10,7 @@ use super::settings::CacheOptions;
 use crate::exec::compiler_check::CompilerCheck;
 use crate::exec::{AtAddress, ExecError, ExecRequest, Finished};
 use crate::key::KeyRecord;
-use crate::store::Tiered;
+use crate::store::{CacheKey, Tiered};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -60,6 +60,10 @@ pub struct Args {
     /// command:CMD (the output of a shell command).
     #[arg(long, value_name = "CHECK", default_value = "content")]
     compiler_check: CompilerCheck,
+    /// Do not use direct mode (a manifest from the input's raw bytes to the
+    /// canonical key that serves a hit without parsing the module).
+    #[arg(long)]
+    no_direct: bool,
     #[command(flatten)]
     canon: CanonFlags,
     #[command(flatten)]
@@ -89,23 +93,75 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         tracing::info!("caching is off (--no_cache): running the compiler");
         return Ok(exit_code(crate::exec::run_uncached(&request)?));
     };
-    let record = key_record(&args, &request, &store.local().layout().compilers_dir())?;
-    let at = match args.address.address(&record.module_name)? {
-        Some(address) => Some(AtAddress {
-            address,
-            run: args.address.run_id()?,
-            overwrite_conflicts: args.address.overwrite_cache_conflicts,
-            cache_args: args.cache.as_args(),
-        }),
-        None => None,
+    let digest_cache = store.local().layout().compilers_dir();
+    let run_id = std::cell::OnceCell::<String>::new();
+    let at = |record: &KeyRecord| -> Result<Option<AtAddress>, CliError> {
+        Ok(match args.address.address(&record.module_name)? {
+            Some(address) => Some(AtAddress {
+                address,
+                // One run id for both paths (a fresh one is made once).
+                run: match run_id.get() {
+                    Some(id) => String::clone(id),
+                    None => {
+                        let id = args.address.run_id()?;
+                        let _ = run_id.set(id.clone());
+                        id
+                    }
+                },
+                overwrite_conflicts: args.address.overwrite_cache_conflicts,
+                cache_args: args.cache.as_args(),
+            }),
+            None => None,
+        })
     };
-    match crate::exec::run(&store, &request, &record, at)? {
-        Finished::Status { code, .. } => Ok(exit_code(code)),
+    let manifest = match args.no_direct {
+        true => None,
+        false => direct_manifest(&args, &request, &digest_cache)?,
+    };
+    if let Some(manifest) = &manifest
+        && let Some(finished) = crate::exec::run_direct(&store, &request, manifest, at)?
+    {
+        return Ok(finished_code(finished));
+    }
+    let record = key_record(&args, &request, &digest_cache)?;
+    let finished = crate::exec::run(&store, &request, &record, at(&record)?)?;
+    if let (Some(manifest), Finished::Status { served, .. }) = (&manifest, &finished)
+        && served.state().is_some()
+    {
+        crate::exec::remember_direct(&store, manifest, &record);
+    }
+    Ok(finished_code(finished))
+}
+
+fn finished_code(finished: Finished) -> ExitCode {
+    match finished {
+        Finished::Status { code, .. } => exit_code(code),
         Finished::Conflict(report) => {
             eprintln!("mlir-cache-key: error: {report}");
-            Ok(ExitCode::from(Failure::Conflict.code()))
+            ExitCode::from(Failure::Conflict.code())
         }
     }
+}
+
+/// The direct-mode manifest key of this exec: `None` when the input cannot be read (the
+/// canonical path then reports why).
+fn direct_manifest(
+    args: &Args,
+    request: &ExecRequest,
+    digest_cache: &Path,
+) -> Result<Option<CacheKey>, CliError> {
+    let Ok(raw) = std::fs::read(&args.input) else {
+        return Ok(None);
+    };
+    // The canonicalizer's version and options: what else maps raw bytes to a canonical key.
+    let canon = format!("{} {:?}", env!("CARGO_PKG_VERSION"), args.canon);
+    Ok(Some(crate::exec::direct_key(
+        request,
+        &raw,
+        &canon,
+        args.module_name.as_deref(),
+        Some(digest_cache),
+    )?))
 }
 
 /// Parses and canonicalizes the module, then derives the exec key.

@@ -13,6 +13,7 @@ use mck_key::flags::FlagSources;
 use mck_key::{
     Accelerator, CompileOptionsInput, Computation, KeyInputs, KeyRecord, Readable, compute,
 };
+use mck_store::{CacheKey, Digest};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -31,6 +32,60 @@ pub fn exec_key(
     computation: Computation<'_>,
     digest_cache: Option<&Path>,
 ) -> Result<KeyRecord, ExecError> {
+    let inputs = key_inputs(request, module_name, digest_cache)?;
+    let mut record = compute(computation, &inputs)?;
+    if let Some(Readable::Flags { excluded, .. }) = record.entries.get(3).map(|e| &e.readable)
+        && !excluded.is_empty()
+    {
+        tracing::info!(
+            "XLA flags left out of the key (as JAX does): {}",
+            excluded.join(" ")
+        );
+    }
+    if let Some(Readable::Computation { text, .. }) =
+        record.entries.first_mut().map(|e| &mut e.readable)
+        && text.as_ref().is_some_and(|t| t.len() > MAX_RECORDED_TEXT)
+    {
+        *text = None;
+    }
+    Ok(record)
+}
+
+/// The direct-mode manifest key: the exec key's entries 2–8 as for the canonical key, the raw
+/// input bytes as the computation, and `canon_identity` (the canonicalizer's version and
+/// options) and the module-name override in entry 8, so any change of what could move the
+/// canonical key moves this one too.
+pub fn direct_key(
+    request: &ExecRequest,
+    raw_input: &[u8],
+    canon_identity: &str,
+    name_override: Option<&str>,
+    digest_cache: Option<&Path>,
+) -> Result<CacheKey, ExecError> {
+    let mut inputs = key_inputs(request, String::new(), digest_cache)?;
+    inputs.custom_hook = json!([
+        "direct/1",
+        inputs.custom_hook,
+        canon_identity,
+        name_override
+    ])
+    .to_string();
+    let record = compute(Computation::Bytes(raw_input), &inputs)?;
+    Ok(CacheKey::from_parts(
+        DIRECT_NAME,
+        Digest::parse(&record.sha256)?,
+    )?)
+}
+
+/// The name part of every manifest key (`direct-<64 hex>`).
+pub const DIRECT_NAME: &str = "direct";
+
+/// Entries 2–8 of the exec key and its name.
+fn key_inputs(
+    request: &ExecRequest,
+    module_name: String,
+    digest_cache: Option<&Path>,
+) -> Result<KeyInputs, ExecError> {
     let compiler =
         compiler_check::identify(&request.compiler_check, &request.command, digest_cache)?;
     let argv = placeholder_args(request)?;
@@ -96,22 +151,7 @@ pub fn exec_key(
         compression: "none".into(),
         custom_hook: request.custom_hook.clone(),
     };
-    let mut record = compute(computation, &inputs)?;
-    if let Some(Readable::Flags { excluded, .. }) = record.entries.get(3).map(|e| &e.readable)
-        && !excluded.is_empty()
-    {
-        tracing::info!(
-            "XLA flags left out of the key (as JAX does): {}",
-            excluded.join(" ")
-        );
-    }
-    if let Some(Readable::Computation { text, .. }) =
-        record.entries.first_mut().map(|e| &mut e.readable)
-        && text.as_ref().is_some_and(|t| t.len() > MAX_RECORDED_TEXT)
-    {
-        *text = None;
-    }
-    Ok(record)
+    Ok(inputs)
 }
 
 /// The command's arguments (not the command itself, which is keyed by its binary) with the

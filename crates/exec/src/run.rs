@@ -32,7 +32,7 @@ pub fn run(
 ) -> Result<Finished, ExecError> {
     let key = CacheKey::from_parts(&record.module_name, Digest::parse(&record.sha256)?)?;
     let ingredients = serde_json::to_value(record).map_err(ExecError::other)?;
-    let mut site = match at {
+    let site = match at {
         Some(at) => match Site::check(store.local(), at, &key, record)? {
             Ok(site) => Some(site),
             Err(conflict) => return Ok(Finished::Conflict(conflict)),
@@ -65,10 +65,21 @@ pub fn run(
         Served::Fresh(Compiled::Abandoned(_)) => compiler_status,
         served => replay(served, request)?,
     };
+    finish(site, &key, &ingredients, code, served)
+}
+
+/// Records the result at the address, if any, and says how the exec ended.
+pub(crate) fn finish(
+    mut site: Option<Site>,
+    key: &CacheKey,
+    ingredients: &serde_json::Value,
+    code: i32,
+    served: Served,
+) -> Result<Finished, ExecError> {
     if let Some(site) = site.as_mut() {
         match served.state() {
             Some(state) => {
-                if let Some(conflict) = site.commit(&key, &ingredients, state)? {
+                if let Some(conflict) = site.commit(key, ingredients, state)? {
                     return Ok(Finished::Conflict(conflict));
                 }
             }
@@ -85,7 +96,7 @@ pub fn run_uncached(request: &ExecRequest) -> Result<i32, ExecError> {
 
 /// Writes a cached artefact to the output, or prints a replayed failure's stderr; returns the
 /// exit status to report.
-fn replay(served: &Served, request: &ExecRequest) -> Result<i32, ExecError> {
+pub(crate) fn replay(served: &Served, request: &ExecRequest) -> Result<i32, ExecError> {
     Ok(match served {
         Served::Cached(artefact) => {
             mck_store::write_file(&request.output, &artefact.bytes, OUTPUT_MODE)?;

@@ -91,6 +91,8 @@ pub enum Counter {
     RemoteCorrupt,
     /// Remote tier: values without a valid HMAC tag while a secret is configured (never used).
     RemoteUnauthenticated,
+    /// Hits served through a direct-mode manifest (no parse).
+    DirectHits,
 }
 
 impl Counter {
@@ -110,6 +112,7 @@ impl Counter {
             Counter::RemoteSkipped => "remote_skipped",
             Counter::RemoteCorrupt => "remote_corrupt",
             Counter::RemoteUnauthenticated => "remote_unauthenticated",
+            Counter::DirectHits => "direct_hits",
         }
     }
 }

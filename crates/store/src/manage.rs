@@ -14,7 +14,7 @@ use super::clock::UnixMillis;
 use super::entry::EntryState;
 use super::error::{Result, StoreError};
 use super::evict::EvictReport;
-use super::index::{ListFilter, Row, SortBy};
+use super::index::{Counter, ListFilter, Row, SortBy};
 use super::key::Digest;
 use super::lock;
 use super::rebuild::{self, Depth, RebuildReport};
@@ -32,6 +32,8 @@ pub struct Stats {
     pub max_size: u64,
     pub ttl_days: f64,
     pub hits: u64,
+    /// Hits served through a direct-mode manifest, without parsing the input.
+    pub direct_hits: u64,
     pub misses: u64,
     pub failures_replayed: u64,
     pub evictions: u64,
@@ -99,6 +101,11 @@ pub struct GcReport {
 }
 
 impl Store {
+    /// Counts a hit served through a direct-mode manifest (best effort).
+    pub fn record_direct_hit(&self) {
+        self.index_best_effort("count a direct hit", |ix| ix.add(Counter::DirectHits, 1));
+    }
+
     /// Sizes and counters.
     pub fn stats(&self) -> Result<Stats> {
         let c = self.with_index("read counters", |ix| ix.counters())?;
@@ -116,6 +123,7 @@ impl Store {
             max_size: self.settings.max_size,
             ttl_days: self.settings.ttl.as_secs_f64() / 86_400.0,
             hits: get("hits"),
+            direct_hits: get("direct_hits"),
             misses: get("misses"),
             failures_replayed: get("failures_replayed"),
             evictions: get("evictions"),
