@@ -34,14 +34,7 @@ pub fn exec_key(
 ) -> Result<KeyRecord, ExecError> {
     let inputs = key_inputs(request, module_name, digest_cache)?;
     let mut record = compute(computation, &inputs)?;
-    if let Some(Readable::Flags { excluded, .. }) = record.entries.get(3).map(|e| &e.readable)
-        && !excluded.is_empty()
-    {
-        tracing::info!(
-            "XLA flags left out of the key (as JAX does): {}",
-            excluded.join(" ")
-        );
-    }
+    log_excluded_flags(&record);
     if let Some(Readable::Computation { text, .. }) =
         record.entries.first_mut().map(|e| &mut e.readable)
         && text.as_ref().is_some_and(|t| t.len() > MAX_RECORDED_TEXT)
@@ -71,14 +64,27 @@ pub fn direct_key(
     ])
     .to_string();
     let record = compute(Computation::Bytes(raw_input), &inputs)?;
+    log_excluded_flags(&record);
     Ok(CacheKey::from_parts(
         DIRECT_NAME,
         Digest::parse(&record.sha256)?,
     )?)
 }
 
+/// Says which XLA flags entry 4 left out (on a direct hit, too).
+fn log_excluded_flags(record: &KeyRecord) {
+    if let Some(Readable::Flags { excluded, .. }) = record.entries.get(3).map(|e| &e.readable)
+        && !excluded.is_empty()
+    {
+        tracing::info!(
+            "XLA flags left out of the key (as JAX does): {}",
+            excluded.join(" ")
+        );
+    }
+}
+
 /// The name part of every manifest key (`direct-<64 hex>`).
-pub const DIRECT_NAME: &str = "direct";
+pub const DIRECT_NAME: &str = mck_store::MANIFEST_NAME;
 
 /// Entries 2–8 of the exec key and its name.
 fn key_inputs(

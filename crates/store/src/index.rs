@@ -93,6 +93,8 @@ pub enum Counter {
     RemoteUnauthenticated,
     /// Hits served through a direct-mode manifest (no parse).
     DirectHits,
+    /// Direct-mode manifests read (kept out of `hits`, which count results).
+    ManifestReads,
 }
 
 impl Counter {
@@ -113,6 +115,7 @@ impl Counter {
             Counter::RemoteCorrupt => "remote_corrupt",
             Counter::RemoteUnauthenticated => "remote_unauthenticated",
             Counter::DirectHits => "direct_hits",
+            Counter::ManifestReads => "manifest_reads",
         }
     }
 }

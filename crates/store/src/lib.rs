@@ -57,7 +57,7 @@ pub use entry::{EntryMeta, EntryState, Failure};
 pub use error::{Result, SettingsError, StoreError};
 pub use evict::EvictReport;
 pub use index::{ListFilter, SortBy};
-pub use key::{CacheKey, Digest};
+pub use key::{CacheKey, Digest, MANIFEST_NAME};
 pub use layout::Layout;
 pub use lock::{CompileGuard, CompileLock};
 pub use manage::{Clear, ClearReport, EntrySummary, GcReport, Stats};
