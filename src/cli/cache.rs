@@ -5,7 +5,7 @@ use super::cache_text::{stats_text, table};
 use super::error::CliError;
 use super::output::{self, json_text};
 use super::settings::CacheOptions;
-use crate::store::{CacheKey, EntryState, ListFilter, Lookup, SortBy, Store, Tiered};
+use crate::store::{CacheKey, EntryState, ListFilter, Lookup, SortBy, Store, Streamed, Tiered};
 use anyhow::{Context as _, anyhow};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -209,7 +209,17 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
         }
         Command::Get { key, output: out } => {
             let key = CacheKey::parse(&key)?;
-            match Tiered::over(store).get(&key)? {
+            let store = Tiered::over(store);
+            // To a file: streamed and verified in one pass, never whole in memory.
+            let found = match &out {
+                Some(path) => match store.get_to(&key, path, 0o644)? {
+                    Streamed::Written { .. } => return Ok(ExitCode::SUCCESS),
+                    Streamed::Failed(f) => Lookup::Failed(f),
+                    Streamed::Miss => Lookup::Miss,
+                },
+                None => store.get(&key)?,
+            };
+            match found {
                 Lookup::Hit(artefact) => {
                     output::write(out.as_deref(), &artefact.bytes)?;
                     return Ok(ExitCode::SUCCESS);

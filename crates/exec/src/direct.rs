@@ -7,10 +7,10 @@
 
 use crate::error::ExecError;
 use crate::request::{AtAddress, ExecRequest};
-use crate::run::{Finished, finish, replay};
+use crate::run::{Finished, OUTPUT_MODE, finish, replay};
 use crate::site::Site;
 use mck_key::{KeyRecord, Readable};
-use mck_store::{CacheKey, Lookup, Served, Tiered};
+use mck_store::{CacheKey, Lookup, Served, Streamed, Tiered};
 use serde::{Deserialize, Serialize};
 
 /// A manifest's artefact.
@@ -45,10 +45,16 @@ pub fn run_direct<E: From<ExecError>>(
         },
         None => None,
     };
-    let served = match store.get(&key).map_err(ExecError::from)? {
-        Lookup::Hit(a) => Served::Cached(a),
-        Lookup::Failed(f) => Served::CachedFailure(f),
-        Lookup::Miss => {
+    // Streamed straight to the output: a hit never holds the artefact whole.
+    let served = match store
+        .get_to(&key, &request.output, OUTPUT_MODE)
+        .map_err(ExecError::from)?
+    {
+        Streamed::Written {
+            key, ingredients, ..
+        } => Served::Written { key, ingredients },
+        Streamed::Failed(f) => Served::CachedFailure(f),
+        Streamed::Miss => {
             tracing::info!("the manifest {manifest} names {key}, which is gone");
             if let Some(site) = site {
                 site.abandon();
@@ -59,9 +65,9 @@ pub fn run_direct<E: From<ExecError>>(
     tracing::info!("direct hit: {manifest} → {key}");
     store.local().record_direct_hit();
     let ingredients = match &served {
-        Served::Cached(a) => a.ingredients.clone(),
+        Served::Written { ingredients, .. } => ingredients.clone(),
         Served::CachedFailure(f) => f.ingredients.clone(),
-        Served::Fresh(_) => unreachable!("looked up, not compiled"),
+        _ => unreachable!("streamed, not compiled"),
     };
     let code = replay(&served, request)?;
     Ok(Some(finish(site, &key, &ingredients, code, served)?))

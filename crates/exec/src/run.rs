@@ -7,11 +7,11 @@ use crate::explain::explain_miss;
 use crate::request::{AtAddress, ExecRequest};
 use crate::site::{ConflictReport, Site};
 use mck_key::KeyRecord;
-use mck_store::{CacheKey, Compiled, Digest, Served, Tiered};
+use mck_store::{CacheKey, Compiled, Digest, Served, Streamed, Tiered};
 use std::io::Write as _;
 
 /// File mode of a compiler output restored from the cache (before the umask).
-const OUTPUT_MODE: u32 = 0o644;
+pub(crate) const OUTPUT_MODE: u32 = 0o644;
 
 /// How an exec ended.
 #[derive(Debug)]
@@ -40,10 +40,46 @@ pub fn run(
         None => None,
     };
     let mut compiler_status = 1;
-    let served = store.compile_once(&key, &ingredients, request.lock_timeout, || {
-        explain_miss(store.local(), &key, record);
+    // A hit is streamed straight to the output; only a miss goes on to compile.
+    let found = match store.get_to(&key, &request.output, OUTPUT_MODE)? {
+        Streamed::Written {
+            key, ingredients, ..
+        } => Some(Served::Written { key, ingredients }),
+        Streamed::Failed(f) => Some(Served::CachedFailure(f)),
+        Streamed::Miss => None,
+    };
+    let served = if let Some(found) = found {
+        found
+    } else {
+        compile(
+            store,
+            request,
+            &key,
+            record,
+            &ingredients,
+            &mut compiler_status,
+        )?
+    };
+    let code = match &served {
+        Served::Fresh(Compiled::Abandoned(_)) => compiler_status,
+        served => replay(served, request)?,
+    };
+    finish(site, &key, &ingredients, code, served)
+}
+
+/// Compiles after a miss, once per key across processes.
+fn compile(
+    store: &Tiered,
+    request: &ExecRequest,
+    key: &CacheKey,
+    record: &KeyRecord,
+    ingredients: &serde_json::Value,
+    compiler_status: &mut i32,
+) -> Result<Served, ExecError> {
+    store.compile_after_miss(key, ingredients, request.lock_timeout, || {
+        explain_miss(store.local(), key, record);
         let outcome = compiler::run(&request.command, &request.output)?;
-        compiler_status = outcome.exit_code();
+        *compiler_status = outcome.exit_code();
         match &outcome {
             Outcome::Success(_) => tracing::info!("Compiler status PASS"),
             Outcome::Failed(_) => {
@@ -60,12 +96,7 @@ pub fn run(
                 Compiled::Abandoned(format!("the compiler was killed by signal {signal}"))
             }
         })
-    })?;
-    let code = match &served {
-        Served::Fresh(Compiled::Abandoned(_)) => compiler_status,
-        served => replay(served, request)?,
-    };
-    finish(site, &key, &ingredients, code, served)
+    })
 }
 
 /// Records the result at the address, if any, and says how the exec ended.
@@ -110,7 +141,7 @@ pub(crate) fn replay(served: &Served, request: &ExecRequest) -> Result<i32, Exec
             let _ = std::io::stderr().write_all(cached.failure.stderr.as_bytes());
             cached.failure.exit_status.unwrap_or(1)
         }
-        Served::Fresh(Compiled::Success(_)) => 0,
+        Served::Fresh(Compiled::Success(_)) | Served::Written { .. } => 0,
         Served::Fresh(Compiled::Failed(failure)) => failure.exit_status.unwrap_or(1),
         Served::Fresh(Compiled::Abandoned(_)) => 1,
     })

@@ -18,7 +18,7 @@
 //!   index; eviction never removes an artefact a run record references; `registry_file`: its
 //!   file's protections and repair;
 //! - `tiered`: the local store with the remote tier (`remote/`: Redis, S3, GCS) behind it;
-//!   `compile`: the one compile-once API on it.
+//!   `compile`: the one compile-once API on it; `stream`: a hit streamed to a file.
 //!
 //! A compile wrapper calls [`Tiered::compile_once`]: look up; on a miss claim the key (local
 //! lock, remote lease); look up again; compile; store the result or the failure; release.
@@ -45,6 +45,7 @@ mod registry;
 mod registry_file;
 pub mod remote;
 mod settings;
+mod stream;
 mod tiered;
 mod transfer;
 
@@ -70,6 +71,7 @@ pub use settings::{
     DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_TTL_DAYS, FLAGS_VAR, LogLevel, Settings,
     SettingsOverrides, parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days,
 };
+pub use stream::Streamed;
 pub use tiered::{Claim, CompileClaim, Tiered};
 
 /// The entry file format, for tests and tools that inspect entries.
