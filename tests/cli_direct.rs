@@ -227,3 +227,17 @@ fn a_direct_hit_never_differs_from_the_canonical_path() {
     }
     assert!(direct_hits > 0, "no mutant was served directly");
 }
+
+/// The key is computed without the canonical text; a miss still keeps it in the new entry.
+#[test]
+fn a_miss_keeps_the_canonical_text() {
+    let s = Setup::new();
+    s.run(&["--no-direct"]);
+    let (entry, _) = s
+        .entries()
+        .into_iter()
+        .find(|(_, m)| !*m)
+        .expect("the entry");
+    let bytes = std::fs::read(entry).expect("read");
+    assert!(bytes.windows(7).any(|w| w == b"\"text\":"), "no text kept");
+}

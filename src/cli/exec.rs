@@ -9,7 +9,7 @@ use super::module::with_computation;
 use super::settings::CacheOptions;
 use crate::exec::compiler_check::CompilerCheck;
 use crate::exec::{AtAddress, ExecError, ExecRequest, Finished};
-use crate::key::KeyRecord;
+use crate::key::{Computation, KeyRecord};
 use crate::store::{CacheKey, Tiered};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -123,8 +123,23 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     {
         return Ok(finished_code(finished));
     }
-    let record = key_record(&args, &request, &digest_cache)?;
-    let finished = crate::exec::run(&store, &request, &record, at(&record)?)?;
+    // The key without the canonical text; a miss renders it (to explain and keep it).
+    let (record, finished) = with_computation(
+        &args.input,
+        &args.canon,
+        args.module_name.clone(),
+        false,
+        |name, computation| {
+            let text = match &computation {
+                Computation::Module { module, .. } => Some(*module),
+                Computation::Bytes(_) => None,
+            };
+            let record = crate::exec::exec_key(&request, name, computation, Some(&digest_cache))?;
+            let at = at(&record)?;
+            let finished = crate::exec::run_with_text(&store, &request, &record, at, text)?;
+            Ok((record, finished))
+        },
+    )?;
     if let (Some(manifest), Finished::Status { served, .. }) = (&manifest, &finished)
         && served.state().is_some()
     {
@@ -162,28 +177,6 @@ fn direct_manifest(
         args.module_name.as_deref(),
         Some(digest_cache),
     )?))
-}
-
-/// Parses and canonicalizes the module, then derives the exec key.
-fn key_record(
-    args: &Args,
-    request: &ExecRequest,
-    digest_cache: &Path,
-) -> Result<KeyRecord, CliError> {
-    with_computation(
-        &args.input,
-        &args.canon,
-        args.module_name.clone(),
-        true,
-        |name, computation| {
-            Ok(crate::exec::exec_key(
-                request,
-                name,
-                computation,
-                Some(digest_cache),
-            )?)
-        },
-    )
 }
 
 /// A status as a process exit code: 0 stays 0, anything else is clamped to 1–255.

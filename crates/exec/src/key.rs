@@ -21,7 +21,7 @@ use std::path::Path;
 pub const DEFAULT_ENV: &[&str] = &["XLA_FLAGS", "LIBTPU_INIT_ARGS"];
 
 /// Canonical text above this size is not kept in the entry's record.
-const MAX_RECORDED_TEXT: usize = 8 << 20;
+pub(crate) const MAX_RECORDED_TEXT: usize = 8 << 20;
 
 /// The key record of compiling `computation` (the canonical module named `module_name`) as
 /// `request` says; `digest_cache` is where compiler digests are remembered (the cache's

@@ -29,5 +29,5 @@ pub use direct::{remember_direct, run_direct};
 pub use error::ExecError;
 pub use key::{DIRECT_NAME, direct_key, exec_key};
 pub use request::{AtAddress, ExecRequest};
-pub use run::{Finished, run, run_uncached};
+pub use run::{Finished, run, run_uncached, run_with_text};
 pub use site::ConflictReport;

@@ -6,7 +6,7 @@ use crate::error::ExecError;
 use crate::explain::explain_miss;
 use crate::request::{AtAddress, ExecRequest};
 use crate::site::{ConflictReport, Site};
-use mck_key::KeyRecord;
+use mck_key::{CanonicalSource, KeyRecord, Readable};
 use mck_store::{CacheKey, Compiled, Digest, Served, Streamed, Tiered};
 use std::io::Write as _;
 
@@ -30,8 +30,20 @@ pub fn run(
     record: &KeyRecord,
     at: Option<AtAddress>,
 ) -> Result<Finished, ExecError> {
+    run_with_text(store, request, record, at, None)
+}
+
+/// As [`run`], for a `record` computed without the canonical text: `text` renders it only
+/// on a miss, to explain it and to keep it in the new entry (a hit never renders it).
+pub fn run_with_text(
+    store: &Tiered,
+    request: &ExecRequest,
+    record: &KeyRecord,
+    at: Option<AtAddress>,
+    text: Option<&dyn CanonicalSource>,
+) -> Result<Finished, ExecError> {
     let key = CacheKey::from_parts(&record.module_name, Digest::parse(&record.sha256)?)?;
-    let ingredients = serde_json::to_value(record).map_err(ExecError::other)?;
+    let mut ingredients = serde_json::to_value(record).map_err(ExecError::other)?;
     let site = match at {
         Some(at) => match Site::check(store.local(), at, &key, record)? {
             Ok(site) => Some(site),
@@ -51,6 +63,11 @@ pub fn run(
     let served = if let Some(found) = found {
         found
     } else {
+        let full = text.map(|source| with_text(record, source));
+        let record = full.as_ref().unwrap_or(record);
+        if full.is_some() {
+            ingredients = serde_json::to_value(record).map_err(ExecError::other)?;
+        }
         compile(
             store,
             request,
@@ -65,6 +82,18 @@ pub fn run(
         served => replay(served, request)?,
     };
     finish(site, &key, &ingredients, code, served)
+}
+
+/// `record` with the canonical text its source renders (unless too large to keep).
+fn with_text(record: &KeyRecord, source: &dyn CanonicalSource) -> KeyRecord {
+    let mut full = record.clone();
+    if let Some(Readable::Computation { text, .. }) =
+        full.entries.first_mut().map(|e| &mut e.readable)
+    {
+        let rendered = source.text();
+        *text = (rendered.len() <= crate::key::MAX_RECORDED_TEXT).then_some(rendered);
+    }
+    full
 }
 
 /// Compiles after a miss, once per key across processes.
