@@ -191,9 +191,6 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
         Command::Gc => json_text(&store.gc()?)?,
         Command::Put { key, file, record } => {
             let key = CacheKey::parse(&key)?;
-            let bytes = std::fs::read(&file)
-                .with_context(|| format!("cannot read {}", file.display()))
-                .map_err(CliError::input)?;
             let ingredients = match record {
                 Some(path) => serde_json::from_slice(
                     &std::fs::read(&path)
@@ -204,7 +201,11 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
                 .map_err(CliError::input)?,
                 None => serde_json::Value::Null,
             };
-            Tiered::over(store).put(&key, &bytes, &ingredients)?;
+            std::fs::File::open(&file)
+                .with_context(|| format!("cannot read {}", file.display()))
+                .map_err(CliError::input)?;
+            // Streamed from the file (into the local tier), never read whole.
+            Tiered::over(store).put_file(&key, &file, &ingredients)?;
             format!("stored {key}\n")
         }
         Command::Get { key, output: out } => {

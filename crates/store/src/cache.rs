@@ -384,7 +384,7 @@ impl Store {
     }
 
     /// Records a published entry in the index and evicts if the cache is now above its cap.
-    fn record_published(
+    pub(super) fn record_published(
         &self,
         key: &CacheKey,
         meta: &EntryMeta,

@@ -18,7 +18,8 @@
 //!   index; eviction never removes an artefact a run record references; `registry_file`: its
 //!   file's protections and repair;
 //! - `tiered`: the local store with the remote tier (`remote/`: Redis, S3, GCS) behind it;
-//!   `compile`: the one compile-once API on it; `stream`: a hit streamed to a file.
+//!   `compile`: the one compile-once API on it; `stream`: a hit streamed to a file;
+//!   `stream_put`: a file stored without reading it whole.
 //!
 //! A compile wrapper calls [`Tiered::compile_once`]: look up; on a miss claim the key (local
 //! lock, remote lease); look up again; compile; store the result or the failure; release.
@@ -46,6 +47,7 @@ mod registry_file;
 pub mod remote;
 mod settings;
 mod stream;
+mod stream_put;
 mod tiered;
 mod transfer;
 
