@@ -47,7 +47,7 @@ rows = [
     ("cp + sync of the copy", timed(["sh", "-c", f"cp {artefact} {out} && sync {out}"])),
 ]
 base = rows[0][1][0]
-print(f"| {mib} MiB artefact, best / median of {runs} | best | median | vs direct 2000-block (best) |")
+print(f"| {mib} MiB artefact, best / median of {runs} | best | median | direct 2000-block hit ÷ this (best) |")
 print("|---|---|---|---|")
 for name, (best, median) in rows:
     print(f"| {name} | {best:.1f} ms | {median:.1f} ms | {base / best:.2f}x |")
