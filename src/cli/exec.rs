@@ -5,7 +5,8 @@
 use super::address_args::AddressArgs;
 use super::canon::CanonFlags;
 use super::error::{CliError, Failure};
-use super::module::with_computation;
+use super::input;
+use super::module::with_computation_of;
 use super::settings::CacheOptions;
 use crate::exec::compiler_check::CompilerCheck;
 use crate::exec::{AtAddress, ExecError, ExecRequest, Finished};
@@ -114,9 +115,11 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             None => None,
         })
     };
+    // Read once: the manifest key and the canonical key must come from the same bytes.
+    let (input_name, raw) = input::read_raw(&args.input)?;
     let manifest = match args.no_direct {
         true => None,
-        false => direct_manifest(&args, &request, &digest_cache)?,
+        false => Some(direct_manifest(&args, &request, &raw, &digest_cache)?),
     };
     if let Some(manifest) = &manifest
         && let Some(finished) = crate::exec::run_direct(&store, &request, manifest, at)?
@@ -124,8 +127,8 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         return Ok(finished_code(finished));
     }
     // The key without the canonical text; a miss renders it (to explain and keep it).
-    let (record, finished) = with_computation(
-        &args.input,
+    let (record, finished) = with_computation_of(
+        input::decode(input_name, raw)?,
         &args.canon,
         args.module_name.clone(),
         false,
@@ -158,25 +161,22 @@ fn finished_code(finished: Finished) -> ExitCode {
     }
 }
 
-/// The direct-mode manifest key of this exec: `None` when the input cannot be read (the
-/// canonical path then reports why).
+/// The direct-mode manifest key of this exec, for the input's raw bytes.
 fn direct_manifest(
     args: &Args,
     request: &ExecRequest,
+    raw: &[u8],
     digest_cache: &Path,
-) -> Result<Option<CacheKey>, CliError> {
-    let Ok(raw) = std::fs::read(&args.input) else {
-        return Ok(None);
-    };
+) -> Result<CacheKey, CliError> {
     // The canonicalizer's version and options: what else maps raw bytes to a canonical key.
     let canon = format!("{} {:?}", env!("CARGO_PKG_VERSION"), args.canon);
-    Ok(Some(crate::exec::direct_key(
+    Ok(crate::exec::direct_key(
         request,
-        &raw,
+        raw,
         &canon,
         args.module_name.as_deref(),
         Some(digest_cache),
-    )?))
+    )?)
 }
 
 /// A status as a process exit code: 0 stays 0, anything else is clamped to 1–255.

@@ -34,14 +34,23 @@ pub fn run(
 }
 
 /// As [`run`], for a `record` computed without the canonical text: `text` renders it only
-/// on a miss, to explain it and to keep it in the new entry (a hit never renders it).
+/// on a miss, to explain it and to keep it in the new entry (a hit never renders it). At an
+/// address it is rendered first: a conflict's explanation shows the text.
 pub fn run_with_text(
     store: &Tiered,
     request: &ExecRequest,
     record: &KeyRecord,
     at: Option<AtAddress>,
-    text: Option<&dyn CanonicalSource>,
+    mut text: Option<&dyn CanonicalSource>,
 ) -> Result<Finished, ExecError> {
+    let addressed = match (&at, text.take()) {
+        (Some(_), Some(source)) => Some(with_text(record, source)),
+        (_, source) => {
+            text = source;
+            None
+        }
+    };
+    let record = addressed.as_ref().unwrap_or(record);
     let key = CacheKey::from_parts(&record.module_name, Digest::parse(&record.sha256)?)?;
     let mut ingredients = serde_json::to_value(record).map_err(ExecError::other)?;
     let site = match at {
