@@ -11,6 +11,9 @@ out=target/bench; mkdir -p "$out"
 python=${PYTHON312:-$(command -v python3.12 || echo /root/.pyenv/versions/3.12.1/bin/python3)}
 if [ ! -x bench/.venv/bin/python ]; then
   "$python" -m venv bench/.venv
+fi
+# An existing venv (e.g. compare.sh's) may lack some of these: install what is missing.
+if ! bench/.venv/bin/python -c 'import jax, jaxlib, filelock' 2>/dev/null; then
   bench/.venv/bin/pip install -q "jax==0.12.0.1" "jaxlib==0.12.0.1" filelock
 fi
 STORE_BENCH_SIZES=$sizes STORE_BENCH_JSON=$out/store.json cargo bench --locked -p mck-store --bench store_bench >/dev/null

@@ -44,6 +44,8 @@ impl Setup {
         command
             .env("RUNS", self.dir.path().join("runs"))
             .arg("exec")
+            // The counts below are of canonical entries (direct mode: tests/cli_direct.rs).
+            .arg("--no-direct")
             .arg("--cache-dir")
             .arg(self.cache())
             .arg("--input")
@@ -173,7 +175,7 @@ fn real_mlir_opt_as_the_compiler() {
     let run = || {
         let mut command = bin();
         command
-            .args(["exec", "--cache-dir"])
+            .args(["exec", "--no-direct", "--cache-dir"])
             .arg(s.cache())
             .arg("--input")
             .arg(&s.module)

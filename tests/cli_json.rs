@@ -30,6 +30,8 @@ fn populated(dir: &Path) -> String {
             .env("RUNS", dir.join("runs"))
             .args([
                 "exec",
+                // Entry counts below: no direct-mode manifests.
+                "--no-direct",
                 "--run",
                 "r1",
                 "--address",

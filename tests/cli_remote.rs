@@ -82,6 +82,8 @@ impl Team {
         let mut c = bin();
         c.env("RUNS", self.dir.path().join("runs"))
             .arg("exec")
+            // Counts here are of canonical entries (direct mode: tests/cli_direct.rs).
+            .arg("--no-direct")
             .arg("--cache-dir")
             .arg(self.cache(host))
             .arg("--remote")

@@ -65,7 +65,8 @@ impl Host {
     /// As `exec`, with more options of `exec`.
     fn exec_with(&self, host: &str, secret: Option<&Path>, options: &[&str]) -> Command {
         let (input, output) = (self.path("a.mlir"), self.out(host));
-        let mut c = self.mck(host, secret, &["exec"]);
+        // Counts here are of canonical entries (direct mode: tests/cli_direct.rs).
+        let mut c = self.mck(host, secret, &["exec", "--no-direct"]);
         c.args(options)
             .arg("--input")
             .arg(&input)

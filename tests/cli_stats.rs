@@ -12,6 +12,8 @@ fn exec(dir: &Path, module: &Path, extra: &[&str]) -> Command {
     let mut c = bin();
     c.env("RUNS", dir.join("runs"))
         .arg("exec")
+        // Entry counts below: no direct-mode manifests.
+        .arg("--no-direct")
         .arg("--cache-dir")
         .arg(dir.join("cache"))
         .arg("--input")

@@ -60,7 +60,14 @@ impl Bench {
         let out = self.path("out.bin");
         let mut c = bin();
         c.env("RUNS", self.path("runs"))
-            .args(["exec", "--cache-dir", &self.cache(), "--input"])
+            // Counts here are of canonical entries (direct mode: tests/cli_direct.rs).
+            .args([
+                "exec",
+                "--no-direct",
+                "--cache-dir",
+                &self.cache(),
+                "--input",
+            ])
             .arg(module)
             .arg("--output")
             .arg(&out)

@@ -9,7 +9,7 @@ use super::output::{self, json_text, versioned};
 use super::progress::Progress;
 use super::settings::CacheOptions;
 use super::stored;
-use crate::store::{CacheKey, ListFilter, Lookup, SortBy, Store, Tiered};
+use crate::store::{CacheKey, ListFilter, Lookup, SortBy, Store, Streamed, Tiered};
 use anyhow::{Context as _, anyhow};
 use std::process::ExitCode;
 
@@ -111,9 +111,6 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             json,
         } => {
             let key = CacheKey::parse(&key)?;
-            let bytes = std::fs::read(&file)
-                .with_context(|| format!("cannot read {}", file.display()))
-                .map_err(CliError::input)?;
             let ingredients = match record {
                 Some(path) => serde_json::from_slice(
                     &std::fs::read(&path)
@@ -124,14 +121,22 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
                 .map_err(CliError::input)?,
                 None => serde_json::Value::Null,
             };
-            Tiered::over(store).put(&key, &bytes, &ingredients)?;
+            let size = std::fs::metadata(&file)
+                .with_context(|| format!("cannot read {}", file.display()))
+                .map_err(CliError::input)?
+                .len();
+            // Streamed from the file (into the local tier), never read whole.
+            Tiered::over(store).put_file(&key, &file, &ingredients)?;
             if json {
                 versioned(
                     "put",
-                    &serde_json::json!({ "key": key.to_string(), "bytes": bytes.len() }),
+                    &serde_json::json!({ "key": key.to_string(), "bytes": size }),
                 )?
             } else {
-                format!("stored {key}\n")
+                format!(
+                    "stored {key}
+"
+                )
             }
         }
         Command::Get {
@@ -140,7 +145,29 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             json,
         } => {
             let key = CacheKey::parse(&key)?;
-            match Tiered::over(store).get(&key)? {
+            let store = Tiered::over(store);
+            // To a file: streamed and verified in one pass, never whole in memory.
+            let found = match &out {
+                Some(path) => match store.get_to(&key, path, 0o644)? {
+                    Streamed::Written { size, .. } if json => {
+                        let report = versioned(
+                            "get",
+                            &serde_json::json!({
+                                "key": key.to_string(),
+                                "bytes": size,
+                                "output": out,
+                            }),
+                        )?;
+                        output::stdout(report.as_bytes())?;
+                        return Ok(ExitCode::SUCCESS);
+                    }
+                    Streamed::Written { .. } => return Ok(ExitCode::SUCCESS),
+                    Streamed::Failed(f) => Lookup::Failed(f),
+                    Streamed::Miss => Lookup::Miss,
+                },
+                None => store.get(&key)?,
+            };
+            match found {
                 Lookup::Hit(artefact) => {
                     output::write(out.as_deref(), &artefact.bytes)?;
                     if !json {

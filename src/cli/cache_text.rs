@@ -25,6 +25,7 @@ pub(super) fn stats_text(stats: &Stats) -> String {
     );
     let _ = writeln!(out, "time to live        {} days", stats.ttl_days);
     let _ = writeln!(out, "hits / misses       {} / {}", stats.hits, stats.misses);
+    let _ = writeln!(out, "direct hits         {}", stats.direct_hits);
     let _ = writeln!(
         out,
         "hit rate            {}",

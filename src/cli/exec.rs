@@ -5,12 +5,13 @@
 use super::address_args::AddressArgs;
 use super::canon::CanonFlags;
 use super::error::{CliError, Failure};
-use super::module::with_computation;
+use super::input;
+use super::module::with_computation_of;
 use super::settings::CacheOptions;
 use crate::exec::compiler_check::CompilerCheck;
 use crate::exec::{AtAddress, ExecError, ExecRequest, Finished};
-use crate::key::KeyRecord;
-use crate::store::Tiered;
+use crate::key::{Computation, KeyRecord};
+use crate::store::{CacheKey, Tiered};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -60,6 +61,10 @@ pub struct Args {
     /// command:CMD (the output of a shell command).
     #[arg(long, value_name = "CHECK", default_value = "content")]
     compiler_check: CompilerCheck,
+    /// Do not use direct mode (a manifest from the input's raw bytes to the
+    /// canonical key that serves a hit without parsing the module).
+    #[arg(long)]
+    no_direct: bool,
     #[command(flatten)]
     canon: CanonFlags,
     #[command(flatten)]
@@ -89,45 +94,89 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         tracing::info!("caching is off (--no_cache): running the compiler");
         return Ok(exit_code(crate::exec::run_uncached(&request)?));
     };
-    let record = key_record(&args, &request, &store.local().layout().compilers_dir())?;
-    let at = match args.address.address(&record.module_name)? {
-        Some(address) => Some(AtAddress {
-            address,
-            run: args.address.run_id()?,
-            overwrite_conflicts: args.address.overwrite_cache_conflicts,
-            cache_args: args.cache.as_args(),
-        }),
-        None => None,
+    let digest_cache = store.local().layout().compilers_dir();
+    let run_id = std::cell::OnceCell::<String>::new();
+    let at = |record: &KeyRecord| -> Result<Option<AtAddress>, CliError> {
+        Ok(match args.address.address(&record.module_name)? {
+            Some(address) => Some(AtAddress {
+                address,
+                // One run id for both paths (a fresh one is made once).
+                run: match run_id.get() {
+                    Some(id) => String::clone(id),
+                    None => {
+                        let id = args.address.run_id()?;
+                        let _ = run_id.set(id.clone());
+                        id
+                    }
+                },
+                overwrite_conflicts: args.address.overwrite_cache_conflicts,
+                cache_args: args.cache.as_args(),
+            }),
+            None => None,
+        })
     };
-    match crate::exec::run(&store, &request, &record, at)? {
-        Finished::Status { code, .. } => Ok(exit_code(code)),
+    // Read once: the manifest key and the canonical key must come from the same bytes.
+    let (input_name, raw) = input::read_raw(&args.input)?;
+    let manifest = match args.no_direct {
+        true => None,
+        false => Some(direct_manifest(&args, &request, &raw, &digest_cache)?),
+    };
+    if let Some(manifest) = &manifest
+        && let Some(finished) = crate::exec::run_direct(&store, &request, manifest, at)?
+    {
+        return Ok(finished_code(finished));
+    }
+    // The key without the canonical text; a miss renders it (to explain and keep it).
+    let (record, finished) = with_computation_of(
+        input::decode(input_name, raw)?,
+        &args.canon,
+        args.module_name.clone(),
+        false,
+        |name, computation| {
+            let text = match &computation {
+                Computation::Module { module, .. } => Some(*module),
+                Computation::Bytes(_) => None,
+            };
+            let record = crate::exec::exec_key(&request, name, computation, Some(&digest_cache))?;
+            let at = at(&record)?;
+            let finished = crate::exec::run_with_text(&store, &request, &record, at, text)?;
+            Ok((record, finished))
+        },
+    )?;
+    if let (Some(manifest), Finished::Status { served, .. }) = (&manifest, &finished)
+        && served.state().is_some()
+    {
+        crate::exec::remember_direct(&store, manifest, &record);
+    }
+    Ok(finished_code(finished))
+}
+
+fn finished_code(finished: Finished) -> ExitCode {
+    match finished {
+        Finished::Status { code, .. } => exit_code(code),
         Finished::Conflict(report) => {
             eprintln!("mlir-cache-key: error: {report}");
-            Ok(ExitCode::from(Failure::Conflict.code()))
+            ExitCode::from(Failure::Conflict.code())
         }
     }
 }
 
-/// Parses and canonicalizes the module, then derives the exec key.
-fn key_record(
+/// The direct-mode manifest key of this exec, for the input's raw bytes.
+fn direct_manifest(
     args: &Args,
     request: &ExecRequest,
+    raw: &[u8],
     digest_cache: &Path,
-) -> Result<KeyRecord, CliError> {
-    with_computation(
-        &args.input,
-        &args.canon,
-        args.module_name.clone(),
-        true,
-        |name, computation| {
-            Ok(crate::exec::exec_key(
-                request,
-                name,
-                computation,
-                Some(digest_cache),
-            )?)
-        },
-    )
+) -> Result<CacheKey, CliError> {
+    // The canonicalizer's version and options: what else maps raw bytes to a canonical key.
+    let canon = format!("{} {:?}", env!("CARGO_PKG_VERSION"), args.canon);
+    Ok(crate::exec::direct_key(
+        request,
+        raw,
+        &canon,
+        args.module_name.as_deref(),
+        Some(digest_cache),
+    )?)
 }
 
 /// A status as a process exit code: 0 stays 0, anything else is clamped to 1–255.

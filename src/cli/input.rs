@@ -15,7 +15,13 @@ pub struct Input {
 const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
 
 pub fn read(path: &Path) -> Result<Input, CliError> {
-    let (name, raw) = if path == Path::new("-") {
+    let (name, raw) = read_raw(path)?;
+    decode(name, raw)
+}
+
+/// The input's name and bytes as stored (gzip still compressed).
+pub fn read_raw(path: &Path) -> Result<(String, Vec<u8>), CliError> {
+    Ok(if path == Path::new("-") {
         let mut raw = Vec::new();
         std::io::stdin()
             .read_to_end(&mut raw)
@@ -28,7 +34,11 @@ pub fn read(path: &Path) -> Result<Input, CliError> {
             .with_context(|| format!("cannot read {name}"))
             .map_err(CliError::no_input)?;
         (name, raw)
-    };
+    })
+}
+
+/// Raw input bytes as an [`Input`], gzip decompressed.
+pub fn decode(name: String, raw: Vec<u8>) -> Result<Input, CliError> {
     let bytes = if raw.starts_with(GZIP_MAGIC) {
         let mut bytes = Vec::new();
         flate2::read::MultiGzDecoder::new(raw.as_slice())

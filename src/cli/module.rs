@@ -76,7 +76,17 @@ pub fn with_computation<R>(
     record_text: bool,
     f: impl FnOnce(String, Computation<'_>) -> Result<R, CliError>,
 ) -> Result<R, CliError> {
-    let input = input::read(path)?;
+    with_computation_of(input::read(path)?, canon, name_override, record_text, f)
+}
+
+/// As [`with_computation`], for an input already read.
+pub fn with_computation_of<R>(
+    input: Input,
+    canon: &CanonFlags,
+    name_override: Option<String>,
+    record_text: bool,
+    f: impl FnOnce(String, Computation<'_>) -> Result<R, CliError>,
+) -> Result<R, CliError> {
     let missing_name = |what: &str| {
         CliError::input(anyhow!(
             "{}: the module has no {what} to name its key; pass --module-name",

@@ -13,6 +13,7 @@ use mck_key::flags::FlagSources;
 use mck_key::{
     Accelerator, CompileOptionsInput, Computation, KeyInputs, KeyRecord, Readable, compute,
 };
+use mck_store::{CacheKey, Digest};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -20,7 +21,7 @@ use std::path::Path;
 pub const DEFAULT_ENV: &[&str] = &["XLA_FLAGS", "LIBTPU_INIT_ARGS"];
 
 /// Canonical text above this size is not kept in the entry's record.
-const MAX_RECORDED_TEXT: usize = 8 << 20;
+pub(crate) const MAX_RECORDED_TEXT: usize = 8 << 20;
 
 /// The key record of compiling `computation` (the canonical module named `module_name`) as
 /// `request` says; `digest_cache` is where compiler digests are remembered (the cache's
@@ -31,6 +32,66 @@ pub fn exec_key(
     computation: Computation<'_>,
     digest_cache: Option<&Path>,
 ) -> Result<KeyRecord, ExecError> {
+    let inputs = key_inputs(request, module_name, digest_cache)?;
+    let mut record = compute(computation, &inputs)?;
+    log_excluded_flags(&record);
+    if let Some(Readable::Computation { text, .. }) =
+        record.entries.first_mut().map(|e| &mut e.readable)
+        && text.as_ref().is_some_and(|t| t.len() > MAX_RECORDED_TEXT)
+    {
+        *text = None;
+    }
+    Ok(record)
+}
+
+/// The direct-mode manifest key: the exec key's entries 2–8 as for the canonical key, the raw
+/// input bytes as the computation, and `canon_identity` (the canonicalizer's version and
+/// options) and the module-name override in entry 8, so any change of what could move the
+/// canonical key moves this one too.
+pub fn direct_key(
+    request: &ExecRequest,
+    raw_input: &[u8],
+    canon_identity: &str,
+    name_override: Option<&str>,
+    digest_cache: Option<&Path>,
+) -> Result<CacheKey, ExecError> {
+    let mut inputs = key_inputs(request, String::new(), digest_cache)?;
+    inputs.custom_hook = json!([
+        "direct/1",
+        inputs.custom_hook,
+        canon_identity,
+        name_override
+    ])
+    .to_string();
+    let record = compute(Computation::Bytes(raw_input), &inputs)?;
+    log_excluded_flags(&record);
+    Ok(CacheKey::from_parts(
+        DIRECT_NAME,
+        Digest::parse(&record.sha256)?,
+    )?)
+}
+
+/// Says which XLA flags entry 4 left out (on a direct hit, too).
+fn log_excluded_flags(record: &KeyRecord) {
+    if let Some(Readable::Flags { excluded, .. }) = record.entries.get(3).map(|e| &e.readable)
+        && !excluded.is_empty()
+    {
+        tracing::info!(
+            "XLA flags left out of the key (as JAX does): {}",
+            excluded.join(" ")
+        );
+    }
+}
+
+/// The name part of every manifest key (`direct-<64 hex>`).
+pub const DIRECT_NAME: &str = mck_store::MANIFEST_NAME;
+
+/// Entries 2–8 of the exec key and its name.
+fn key_inputs(
+    request: &ExecRequest,
+    module_name: String,
+    digest_cache: Option<&Path>,
+) -> Result<KeyInputs, ExecError> {
     let compiler =
         compiler_check::identify(&request.compiler_check, &request.command, digest_cache)?;
     let argv = placeholder_args(request)?;
@@ -96,22 +157,7 @@ pub fn exec_key(
         compression: "none".into(),
         custom_hook: request.custom_hook.clone(),
     };
-    let mut record = compute(computation, &inputs)?;
-    if let Some(Readable::Flags { excluded, .. }) = record.entries.get(3).map(|e| &e.readable)
-        && !excluded.is_empty()
-    {
-        tracing::info!(
-            "XLA flags left out of the key (as JAX does): {}",
-            excluded.join(" ")
-        );
-    }
-    if let Some(Readable::Computation { text, .. }) =
-        record.entries.first_mut().map(|e| &mut e.readable)
-        && text.as_ref().is_some_and(|t| t.len() > MAX_RECORDED_TEXT)
-    {
-        *text = None;
-    }
-    Ok(record)
+    Ok(inputs)
 }
 
 /// The command's arguments (not the command itself, which is keyed by its binary) with the

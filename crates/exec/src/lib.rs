@@ -8,12 +8,15 @@
 //! - [`run`]: replay a hit or a remembered failure, or compile once per key across processes
 //!   ([`mck_store::Tiered::compile_once`]) and store the result; at an address, compare
 //!   fingerprints and record the run ([`AtAddress`]);
+//! - [`direct_key`], [`run_direct`], [`remember_direct`]: direct mode, a manifest from the raw
+//!   input to the canonical key, so a hit on unchanged bytes needs no parse;
 //! - [`compiler`]: finding, hashing and running the compiler.
 //!
 //! No MLIR: the caller canonicalizes the module (the CLI with MLIR 22, Python with jaxlib's).
 
 pub mod compiler;
 pub mod compiler_check;
+mod direct;
 mod error;
 mod explain;
 mod key;
@@ -22,8 +25,9 @@ mod run;
 mod site;
 
 pub use compiler::Outcome;
+pub use direct::{remember_direct, run_direct};
 pub use error::ExecError;
-pub use key::exec_key;
+pub use key::{DIRECT_NAME, direct_key, exec_key};
 pub use request::{AtAddress, ExecRequest};
-pub use run::{Finished, run, run_uncached};
+pub use run::{Finished, run, run_uncached, run_with_text};
 pub use site::ConflictReport;

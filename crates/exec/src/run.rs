@@ -6,12 +6,12 @@ use crate::error::ExecError;
 use crate::explain::explain_miss;
 use crate::request::{AtAddress, ExecRequest};
 use crate::site::{ConflictReport, Site};
-use mck_key::KeyRecord;
-use mck_store::{CacheKey, Compiled, Digest, Served, Tiered};
+use mck_key::{CanonicalSource, KeyRecord, Readable};
+use mck_store::{CacheKey, Compiled, Digest, Served, Streamed, Tiered};
 use std::io::Write as _;
 
 /// File mode of a compiler output restored from the cache (before the umask).
-const OUTPUT_MODE: u32 = 0o644;
+pub(crate) const OUTPUT_MODE: u32 = 0o644;
 
 /// How an exec ended.
 #[derive(Debug)]
@@ -30,9 +30,30 @@ pub fn run(
     record: &KeyRecord,
     at: Option<AtAddress>,
 ) -> Result<Finished, ExecError> {
+    run_with_text(store, request, record, at, None)
+}
+
+/// As [`run`], for a `record` computed without the canonical text: `text` renders it only
+/// on a miss, to explain it and to keep it in the new entry (a hit never renders it). At an
+/// address it is rendered first: a conflict's explanation shows the text.
+pub fn run_with_text(
+    store: &Tiered,
+    request: &ExecRequest,
+    record: &KeyRecord,
+    at: Option<AtAddress>,
+    mut text: Option<&dyn CanonicalSource>,
+) -> Result<Finished, ExecError> {
+    let addressed = match (&at, text.take()) {
+        (Some(_), Some(source)) => Some(with_text(record, source)),
+        (_, source) => {
+            text = source;
+            None
+        }
+    };
+    let record = addressed.as_ref().unwrap_or(record);
     let key = CacheKey::from_parts(&record.module_name, Digest::parse(&record.sha256)?)?;
-    let ingredients = serde_json::to_value(record).map_err(ExecError::other)?;
-    let mut site = match at {
+    let mut ingredients = serde_json::to_value(record).map_err(ExecError::other)?;
+    let site = match at {
         Some(at) => match Site::check(store.local(), at, &key, record)? {
             Ok(site) => Some(site),
             Err(conflict) => return Ok(Finished::Conflict(conflict)),
@@ -40,10 +61,63 @@ pub fn run(
         None => None,
     };
     let mut compiler_status = 1;
-    let served = store.compile_once(&key, &ingredients, request.lock_timeout, || {
-        explain_miss(store.local(), &key, record);
+    // A hit is streamed straight to the output; only a miss goes on to compile.
+    let found = match store.get_to(&key, &request.output, OUTPUT_MODE)? {
+        Streamed::Written {
+            key, ingredients, ..
+        } => Some(Served::Written { key, ingredients }),
+        Streamed::Failed(f) => Some(Served::CachedFailure(f)),
+        Streamed::Miss => None,
+    };
+    let served = if let Some(found) = found {
+        found
+    } else {
+        let full = text.map(|source| with_text(record, source));
+        let record = full.as_ref().unwrap_or(record);
+        if full.is_some() {
+            ingredients = serde_json::to_value(record).map_err(ExecError::other)?;
+        }
+        compile(
+            store,
+            request,
+            &key,
+            record,
+            &ingredients,
+            &mut compiler_status,
+        )?
+    };
+    let code = match &served {
+        Served::Fresh(Compiled::Abandoned(_)) => compiler_status,
+        served => replay(served, request)?,
+    };
+    finish(site, &key, &ingredients, code, served)
+}
+
+/// `record` with the canonical text its source renders (unless too large to keep).
+fn with_text(record: &KeyRecord, source: &dyn CanonicalSource) -> KeyRecord {
+    let mut full = record.clone();
+    if let Some(Readable::Computation { text, .. }) =
+        full.entries.first_mut().map(|e| &mut e.readable)
+    {
+        let rendered = source.text();
+        *text = (rendered.len() <= crate::key::MAX_RECORDED_TEXT).then_some(rendered);
+    }
+    full
+}
+
+/// Compiles after a miss, once per key across processes.
+fn compile(
+    store: &Tiered,
+    request: &ExecRequest,
+    key: &CacheKey,
+    record: &KeyRecord,
+    ingredients: &serde_json::Value,
+    compiler_status: &mut i32,
+) -> Result<Served, ExecError> {
+    store.compile_after_miss(key, ingredients, request.lock_timeout, || {
+        explain_miss(store.local(), key, record);
         let outcome = compiler::run(&request.command, &request.output)?;
-        compiler_status = outcome.exit_code();
+        *compiler_status = outcome.exit_code();
         match &outcome {
             Outcome::Success(_) => tracing::info!("Compiler status PASS"),
             Outcome::Failed(_) => {
@@ -60,15 +134,21 @@ pub fn run(
                 Compiled::Abandoned(format!("the compiler was killed by signal {signal}"))
             }
         })
-    })?;
-    let code = match &served {
-        Served::Fresh(Compiled::Abandoned(_)) => compiler_status,
-        served => replay(served, request)?,
-    };
+    })
+}
+
+/// Records the result at the address, if any, and says how the exec ended.
+pub(crate) fn finish(
+    mut site: Option<Site>,
+    key: &CacheKey,
+    ingredients: &serde_json::Value,
+    code: i32,
+    served: Served,
+) -> Result<Finished, ExecError> {
     if let Some(site) = site.as_mut() {
         match served.state() {
             Some(state) => {
-                if let Some(conflict) = site.commit(&key, &ingredients, state)? {
+                if let Some(conflict) = site.commit(key, ingredients, state)? {
                     return Ok(Finished::Conflict(conflict));
                 }
             }
@@ -85,7 +165,7 @@ pub fn run_uncached(request: &ExecRequest) -> Result<i32, ExecError> {
 
 /// Writes a cached artefact to the output, or prints a replayed failure's stderr; returns the
 /// exit status to report.
-fn replay(served: &Served, request: &ExecRequest) -> Result<i32, ExecError> {
+pub(crate) fn replay(served: &Served, request: &ExecRequest) -> Result<i32, ExecError> {
     Ok(match served {
         Served::Cached(artefact) => {
             mck_store::write_file(&request.output, &artefact.bytes, OUTPUT_MODE)?;
@@ -99,7 +179,7 @@ fn replay(served: &Served, request: &ExecRequest) -> Result<i32, ExecError> {
             let _ = std::io::stderr().write_all(cached.failure.stderr.as_bytes());
             cached.failure.exit_status.unwrap_or(1)
         }
-        Served::Fresh(Compiled::Success(_)) => 0,
+        Served::Fresh(Compiled::Success(_)) | Served::Written { .. } => 0,
         Served::Fresh(Compiled::Failed(failure)) => failure.exit_status.unwrap_or(1),
         Served::Fresh(Compiled::Abandoned(_)) => 1,
     })

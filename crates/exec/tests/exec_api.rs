@@ -105,7 +105,7 @@ fn compiles_once_then_restores_the_output_from_any_path() {
     std::fs::write(&input, "module A").unwrap();
     let output = s.path("elsewhere/b.out");
     let second = s.exec(&s.request(&input, &output, &[]), b"A", None);
-    assert!(matches!(status(&second), (0, Served::Cached(_))));
+    assert!(matches!(status(&second), (0, Served::Written { .. })));
     assert_eq!(s.runs(), 1);
     assert_eq!(std::fs::read(&output).unwrap(), b"module A");
 

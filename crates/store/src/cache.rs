@@ -159,7 +159,8 @@ impl Store {
         let path = self.layout.entry_path(digest);
         let (file, size, meta, mut bytes, payload_start) = match self.read_entry(&path, digest)? {
             EntryRead::Absent => {
-                if first_look {
+                // A manifest not found is no result missed: the canonical lookup counts that.
+                if first_look && !key.is_manifest() {
                     info!("No candidate found under {}", path.display());
                     self.index_best_effort("record a miss", |ix| {
                         ix.record_miss(digest.as_str(), true, false)
@@ -233,7 +234,11 @@ impl Store {
             }
             _ => {
                 info!("Using a cached artefact at {}", path.display());
-                self.touch(&file, &path, size, &meta, Counter::Hits);
+                let counter = match key.is_manifest() {
+                    true => Counter::ManifestReads,
+                    false => Counter::Hits,
+                };
+                self.touch(&file, &path, size, &meta, counter);
                 bytes.drain(..payload_start);
                 Ok(Lookup::Hit(Artefact {
                     key: key.clone(),
@@ -379,7 +384,7 @@ impl Store {
     }
 
     /// Records a published entry in the index and evicts if the cache is now above its cap.
-    fn record_published(
+    pub(super) fn record_published(
         &self,
         key: &CacheKey,
         meta: &EntryMeta,

@@ -37,6 +37,8 @@ pub enum Served {
     CachedFailure(CachedFailure),
     /// Compiled now (and stored, or remembered).
     Fresh(Compiled),
+    /// Found in the cache and streamed straight to the output ([`Tiered::get_to`]).
+    Written { key: CacheKey, ingredients: Value },
 }
 
 impl Served {
@@ -44,7 +46,9 @@ impl Served {
     /// was produced.
     pub fn state(&self) -> Option<&'static str> {
         match self {
-            Served::Cached(_) | Served::Fresh(Compiled::Success(_)) => Some("ok"),
+            Served::Cached(_) | Served::Written { .. } | Served::Fresh(Compiled::Success(_)) => {
+                Some("ok")
+            }
             Served::CachedFailure(_) | Served::Fresh(Compiled::Failed(_)) => Some("failed"),
             Served::Fresh(Compiled::Abandoned(_)) => None,
         }
@@ -66,6 +70,17 @@ impl Tiered {
         if let Some(found) = cached(self.get(key)?) {
             return Ok(found);
         }
+        self.compile_after_miss(key, ingredients, lock_timeout, compile)
+    }
+
+    /// [`Tiered::compile_once`] after the caller's own lookup missed (e.g. [`Tiered::get_to`]).
+    pub fn compile_after_miss<E: From<StoreError>>(
+        &self,
+        key: &CacheKey,
+        ingredients: &Value,
+        lock_timeout: Duration,
+        compile: impl FnOnce() -> Result<Compiled, E>,
+    ) -> Result<Served, E> {
         let claim = match self.claim(key, lock_timeout)? {
             Claim::Found(found) => match cached(found) {
                 Some(found) => return Ok(found),

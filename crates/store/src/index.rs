@@ -91,6 +91,10 @@ pub enum Counter {
     RemoteCorrupt,
     /// Remote tier: values without a valid HMAC tag while a secret is configured (never used).
     RemoteUnauthenticated,
+    /// Hits served through a direct-mode manifest (no parse).
+    DirectHits,
+    /// Direct-mode manifests read (kept out of `hits`, which count results).
+    ManifestReads,
 }
 
 impl Counter {
@@ -110,6 +114,8 @@ impl Counter {
             Counter::RemoteSkipped => "remote_skipped",
             Counter::RemoteCorrupt => "remote_corrupt",
             Counter::RemoteUnauthenticated => "remote_unauthenticated",
+            Counter::DirectHits => "direct_hits",
+            Counter::ManifestReads => "manifest_reads",
         }
     }
 }

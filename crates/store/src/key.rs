@@ -63,7 +63,16 @@ pub struct CacheKey {
     digest: Digest,
 }
 
+/// The name of direct-mode manifest keys (`direct-<64 hex>`): their lookups are not counted
+/// as hits or misses.
+pub const MANIFEST_NAME: &str = "direct";
+
 impl CacheKey {
+    /// Whether this is a direct-mode manifest's key.
+    pub fn is_manifest(&self) -> bool {
+        self.name == MANIFEST_NAME
+    }
+
     /// Parses `<module name>-<64 hex>`; the name is everything before the LAST `-` (names may
     /// contain dashes). The name may be empty, but may not contain `/`, `\`, NUL or other control
     /// characters, nor be longer than [`MAX_NAME_LEN`] bytes.

@@ -18,7 +18,8 @@
 //!   index; eviction never removes an artefact a run record references; `registry_file`: its
 //!   file's protections and repair;
 //! - `tiered`: the local store with the remote tier (`remote/`: Redis, S3, GCS) behind it;
-//!   `compile`: the one compile-once API on it.
+//!   `compile`: the one compile-once API on it; `stream`: a hit streamed to a file;
+//!   `stream_put`: a file stored without reading it whole.
 //!
 //! A compile wrapper calls [`Tiered::compile_once`]: look up; on a miss claim the key (local
 //! lock, remote lease); look up again; compile; store the result or the failure; release.
@@ -46,6 +47,8 @@ mod registry_file;
 pub mod remote;
 mod settings;
 mod stats_file;
+mod stream;
+mod stream_put;
 mod tiered;
 mod transfer;
 
@@ -58,7 +61,7 @@ pub use entry::{EntryMeta, EntryState, Failure};
 pub use error::{Result, SettingsError, StoreError};
 pub use evict::EvictReport;
 pub use index::{ListFilter, SortBy};
-pub use key::{CacheKey, Digest};
+pub use key::{CacheKey, Digest, MANIFEST_NAME};
 pub use layout::Layout;
 pub use lock::{CompileGuard, CompileLock};
 pub use manage::{Clear, ClearReport, EntrySummary, GcReport, STATS_SCHEMA, Stats};
@@ -74,6 +77,7 @@ pub use settings::{
     set_config,
 };
 pub use stats_file::STATS_FILE;
+pub use stream::Streamed;
 pub use tiered::{Claim, CompileClaim, Tiered};
 
 /// The entry file format, for tests and tools that inspect entries.

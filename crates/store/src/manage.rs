@@ -14,7 +14,7 @@ use super::clock::UnixMillis;
 use super::entry::EntryState;
 use super::error::{Result, StoreError};
 use super::evict::EvictReport;
-use super::index::{ListFilter, Row, SortBy};
+use super::index::{Counter, ListFilter, Row, SortBy};
 use super::key::Digest;
 use super::lock;
 use super::rebuild::{self, Depth, RebuildReport};
@@ -37,6 +37,8 @@ pub struct Stats {
     pub max_size: u64,
     pub ttl_days: f64,
     pub hits: u64,
+    /// Hits served through a direct-mode manifest, without parsing the input.
+    pub direct_hits: u64,
     pub misses: u64,
     /// hits / (hits + misses), when there was a lookup.
     pub hit_rate: Option<f64>,
@@ -111,6 +113,11 @@ pub struct GcReport {
 }
 
 impl Store {
+    /// Counts a hit served through a direct-mode manifest (best effort).
+    pub fn record_direct_hit(&self) {
+        self.index_best_effort("count a direct hit", |ix| ix.add(Counter::DirectHits, 1));
+    }
+
     /// Sizes and counters.
     pub fn stats(&self) -> Result<Stats> {
         let c = self.with_index("read counters", |ix| ix.counters())?;
@@ -143,6 +150,7 @@ impl Store {
             hit_rate: (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64),
             miss_reasons,
             zeroed_ms,
+            direct_hits: get("direct_hits"),
             failures_replayed: get("failures_replayed"),
             evictions: get("evictions"),
             corrupt: get("corrupt"),

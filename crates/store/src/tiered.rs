@@ -14,6 +14,7 @@
 //! A remote that is down, slow or returns garbage never fails a compile: each problem becomes a
 //! local fallback, a counter in `cache stats` and one warning per process (see `remote/`).
 
+use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,7 @@ use super::key::CacheKey;
 use super::lock::CompileLock;
 use super::remote::{Lease, LeaseAttempt, Remote, RemoteError};
 use super::settings::Settings;
+use super::stream::Streamed;
 
 const FIRST_PAUSE: Duration = Duration::from_millis(50);
 const MAX_PAUSE: Duration = Duration::from_secs(1);
@@ -113,6 +115,30 @@ impl Tiered {
             Some(remote) => self.remote_lookup(remote, key, true),
             None => Ok(Lookup::Miss),
         }
+    }
+
+    /// As [`Tiered::get`], streaming a local hit to `dest` (a remote value is verified in
+    /// memory, back-filled, then written).
+    pub fn get_to(&self, key: &CacheKey, dest: &Path, file_mode: u32) -> Result<Streamed> {
+        match self.local.get_to(key, dest, file_mode)? {
+            Streamed::Miss => {}
+            found => return Ok(found),
+        }
+        let Some(remote) = &self.remote else {
+            return Ok(Streamed::Miss);
+        };
+        Ok(match self.remote_lookup(remote, key, true)? {
+            Lookup::Hit(a) => {
+                super::atomic::write_file(dest, &a.bytes, file_mode)?;
+                Streamed::Written {
+                    key: a.key,
+                    ingredients: a.ingredients,
+                    size: a.bytes.len() as u64,
+                }
+            }
+            Lookup::Failed(f) => Streamed::Failed(f),
+            Lookup::Miss => Streamed::Miss,
+        })
     }
 
     /// Takes the right to compile `key` after a miss, waiting up to `timeout` in all for another

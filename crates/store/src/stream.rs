@@ -1,0 +1,147 @@
+//! Streaming a hit to a file: read, verify (SHA-256) and write in one pass through a bounded
+//! buffer, then rename into place, so an artefact is never held whole in memory. A checksum
+//! mismatch found on the way quarantines the entry, removes the partial output and is a miss.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+use tracing::info;
+
+use super::atomic::{OUTPUT_TMP_PREFIX, sweep_stale};
+use super::cache::{CachedFailure, Store};
+use super::entry::{DecodeError, EntryState};
+use super::error::{Result, StoreError};
+use super::fsutil;
+use super::index::Counter;
+use super::key::CacheKey;
+use super::quarantine::quarantine;
+use super::read::read_metadata_from;
+
+/// Buffer of a streamed copy: what a hit holds of the artefact at once.
+const CHUNK: usize = 1 << 20;
+
+/// The answer to a streamed lookup.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Streamed {
+    /// The artefact, verified, is now at the destination.
+    Written {
+        key: CacheKey,
+        ingredients: Value,
+        size: u64,
+    },
+    Failed(CachedFailure),
+    Miss,
+}
+
+impl Store {
+    /// Looks `key` up and streams its artefact to `dest` (mode `file_mode`), verifying it on
+    /// the way; nothing is written on a miss or a remembered failure.
+    pub fn get_to(&self, key: &CacheKey, dest: &Path, file_mode: u32) -> Result<Streamed> {
+        let digest = key.digest();
+        let path = self.layout.entry_path(digest);
+        // `gone`: the file is absent or quarantined, so its index row goes too.
+        let miss = |gone: bool, corrupt: bool| {
+            if corrupt || !key.is_manifest() {
+                self.index_best_effort("record a miss", |ix| {
+                    ix.record_miss(digest.as_str(), gone, corrupt)
+                });
+            }
+            Ok(Streamed::Miss)
+        };
+        let Some(mut file) = self.open_entry(&path)? else {
+            if !key.is_manifest() {
+                info!("No candidate found under {}", path.display());
+            }
+            return miss(true, false);
+        };
+        let seen = file
+            .metadata()
+            .map_err(|e| StoreError::io("inspect", &path, e))?;
+        let corrupt = |reason: String| -> Result<Streamed> {
+            quarantine(
+                self.layout.quarantine_dir(),
+                &path,
+                Some(&seen),
+                self.now(),
+                &reason,
+            )?;
+            miss(true, true)
+        };
+        let meta = match read_metadata_from(&mut file, seen.len(), digest) {
+            Ok(Ok(meta)) => meta,
+            Ok(Err(DecodeError::UnsupportedVersion(_))) => return miss(false, false),
+            Ok(Err(DecodeError::Corrupt(c))) => return corrupt(c.to_string()),
+            Err(e) => return Err(StoreError::io("read", &path, e)),
+        };
+        if meta.key != key.to_string() {
+            return miss(false, false);
+        }
+        if let (EntryState::Failed, Some(failure)) = (meta.state, meta.failure.clone()) {
+            if self.settings.retry_failed_compilation {
+                info!(
+                    "Ignoring the cached failed compilation at {} (retry_failed_compilation)",
+                    path.display()
+                );
+                return miss(false, false);
+            }
+            info!("Got a cached failed compilation at {}", path.display());
+            self.touch(&file, &path, seen.len(), &meta, Counter::FailuresReplayed);
+            return Ok(Streamed::Failed(CachedFailure {
+                key: key.clone(),
+                failure,
+                ingredients: meta.ingredients,
+                created_ms: meta.created_ms,
+                path,
+            }));
+        }
+        let dir = dest
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        sweep_stale(dir, OUTPUT_TMP_PREFIX, std::time::SystemTime::now());
+        let mut tmp = tempfile::Builder::new()
+            .prefix(OUTPUT_TMP_PREFIX)
+            .permissions(std::fs::Permissions::from_mode(file_mode))
+            .tempfile_in(dir)
+            .map_err(|e| StoreError::io("create a temporary file in", dir, e))?;
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; CHUNK];
+        let mut size = 0u64;
+        loop {
+            let n = file
+                .read(&mut buf)
+                .map_err(|e| StoreError::io("read", &path, e))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            tmp.write_all(&buf[..n])
+                .map_err(|e| StoreError::io("write temporary file", tmp.path(), e))?;
+            size += n as u64;
+        }
+        if hex::encode(hasher.finalize()) != meta.payload_sha256 {
+            drop(tmp);
+            return corrupt("the payload checksum does not match".to_owned());
+        }
+        tmp.as_file()
+            .sync_all()
+            .map_err(|e| StoreError::io("fsync temporary file", tmp.path(), e))?;
+        tmp.persist(dest)
+            .map_err(|e| StoreError::io("rename a temporary file into place at", dest, e.error))?;
+        fsutil::sync_dir(dir).map_err(|e| StoreError::io("fsync directory", dir, e))?;
+        info!("Using a cached artefact at {}", path.display());
+        let counter = match key.is_manifest() {
+            true => Counter::ManifestReads,
+            false => Counter::Hits,
+        };
+        self.touch(&file, &path, seen.len(), &meta, counter);
+        Ok(Streamed::Written {
+            key: key.clone(),
+            ingredients: meta.ingredients,
+            size,
+        })
+    }
+}
