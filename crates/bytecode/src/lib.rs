@@ -11,7 +11,8 @@
 //!
 //! Layout: `encoding` (format constants), `varint` and `reader` (primitives),
 //! `sections`, `strings`, `dialects`, `attrs`, `properties`, `resources`, `ir`
-//! (parsing), `model` (the parsed payload and its reference graph),
+//! (parsing), `values` (value numbering), `model` (the parsed payload and its
+//! reference graph), `validate` (the check before MLIR reads a payload),
 //! `analysis` (what is alive) and `strip` (the rewrite).
 
 mod analysis;
@@ -28,11 +29,14 @@ mod resources;
 mod sections;
 mod strings;
 mod strip;
+mod validate;
+mod values;
 pub mod varint;
 
 pub use error::BytecodeError;
 pub use ops::{OpNameInfo, op_names};
 pub use sections::{Header, SectionInfo};
+pub use validate::{Invalid, Validated, validate};
 
 use std::ops::Range;
 
