@@ -13,6 +13,7 @@ mod input;
 mod kernels;
 mod key;
 mod key_args;
+mod limits;
 mod logging;
 mod output;
 mod runs;
@@ -58,6 +59,13 @@ enum Command {
     Cache(Managed<cache::Command>),
     /// Run records: what each run used at each address; export and import.
     Runs(Managed<runs::Command>),
+    /// Internal: reads bytecode from stdin with MLIR, for a parent process
+    /// that must survive MLIR crashing on it (see `limits`).
+    #[command(name = limits::READ_BYTECODE_COMMAND, hide = true)]
+    ReadBytecodeIsolated {
+        /// The input's name, for diagnostics.
+        name: String,
+    },
 }
 
 /// A management command with the cache options it applies to.
@@ -106,5 +114,8 @@ fn run(cli: Cli) -> Result<ExitCode, error::CliError> {
         Command::Exec(args) => exec::run(args),
         Command::Cache(m) => cache::run(m.command, &m.cache),
         Command::Runs(m) => runs::run(m.command, &m.cache),
+        Command::ReadBytecodeIsolated { name } => {
+            Ok(ExitCode::from(crate::mlir::read_bytecode_child(&name)))
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! `mlir-cache-key canon`: canonical bytecode, its text, or its digest.
 
 use super::error::CliError;
+use super::limits::InputLimits;
 use super::{input, output};
 use crate::canon::{CanonicalModule, KernelMode, Options, timings};
 use crate::mlir::{new_context, parse_module};
@@ -67,9 +68,12 @@ pub struct Args {
     timings: bool,
     #[command(flatten)]
     canon: CanonFlags,
+    #[command(flatten)]
+    limits: InputLimits,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    args.limits.apply()?;
     let input = input::read(&args.input)?;
     let options = args.canon.options();
     let context = new_context();

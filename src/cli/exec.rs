@@ -6,6 +6,7 @@ use super::address_args::AddressArgs;
 use super::canon::CanonFlags;
 use super::error::{CliError, Failure};
 use super::input;
+use super::limits::InputLimits;
 use super::settings::CacheOptions;
 use crate::canon::{CanonicalModule, module_name};
 use crate::exec::{AtAddress, ExecError, ExecRequest, Finished};
@@ -49,6 +50,8 @@ pub struct Args {
     #[command(flatten)]
     canon: CanonFlags,
     #[command(flatten)]
+    limits: InputLimits,
+    #[command(flatten)]
     address: AddressArgs,
     #[command(flatten)]
     cache: CacheOptions,
@@ -58,6 +61,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    args.limits.apply()?;
     let settings = args.cache.settings()?;
     let request = ExecRequest {
         command: args.command.clone(),

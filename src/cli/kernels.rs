@@ -2,6 +2,7 @@
 
 use super::canon::CanonFlags;
 use super::error::CliError;
+use super::limits::InputLimits;
 use super::{input, output};
 use crate::canon::{CanonicalModule, KernelAction, KernelKind};
 use crate::mlir::{new_context, parse_module};
@@ -18,9 +19,12 @@ pub struct Args {
     json: bool,
     #[command(flatten)]
     canon: CanonFlags,
+    #[command(flatten)]
+    limits: InputLimits,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    args.limits.apply()?;
     let input = input::read(&args.input)?;
     let context = new_context();
     let module = parse_module(&context, &input.bytes, &input.name).map_err(CliError::input)?;

@@ -4,11 +4,12 @@
 use super::canon::CanonFlags;
 use super::error::CliError;
 use super::key_args::KeyArgs;
+use super::limits::InputLimits;
 use super::{input, output};
 use crate::canon::{CanonicalModule, module_name};
 use crate::key::{Computation, KeyRecord, Readable, compute};
 use crate::mlir::{new_context, parse_module};
-use anyhow::{Context as _, anyhow};
+use anyhow::anyhow;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -38,10 +39,13 @@ pub struct Args {
     #[command(flatten)]
     canon: CanonFlags,
     #[command(flatten)]
+    limits: InputLimits,
+    #[command(flatten)]
     key: KeyArgs,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    args.limits.apply()?;
     let record = record_for(
         args.input.as_ref(),
         args.computation_bytes.as_ref(),
@@ -73,9 +77,7 @@ pub fn record_for(
     record_text: bool,
 ) -> Result<KeyRecord, CliError> {
     if let Some(path) = computation_bytes {
-        let bytes = std::fs::read(path)
-            .with_context(|| format!("cannot read {}", path.display()))
-            .map_err(CliError::input)?;
+        let bytes = input::read_file(path)?;
         let name = module_name_override.unwrap_or_default();
         return compute(Computation::Bytes(&bytes), &key.inputs(name)?).map_err(CliError::input);
     }

@@ -4,6 +4,7 @@ use super::canon::CanonFlags;
 use super::error::CliError;
 use super::key::record_for;
 use super::key_args::KeyArgs;
+use super::limits::InputLimits;
 use super::output;
 use crate::key::KeyRecord;
 use crate::key::explain::explain;
@@ -24,10 +25,13 @@ pub struct Args {
     #[command(flatten)]
     canon: CanonFlags,
     #[command(flatten)]
+    limits: InputLimits,
+    #[command(flatten)]
     key: KeyArgs,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    args.limits.apply()?;
     let a = side(&args.a, &args)?;
     let b = side(&args.b, &args)?;
     let explanation = explain(&a, &b);
@@ -44,9 +48,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 
 /// A saved report (JSON) or a module to key now.
 fn side(path: &Path, args: &Args) -> Result<KeyRecord, CliError> {
-    let bytes = std::fs::read(path)
-        .with_context(|| format!("cannot read {}", path.display()))
-        .map_err(CliError::input)?;
+    let bytes = super::input::read_file(path)?;
     if bytes.trim_ascii_start().starts_with(b"{") {
         return serde_json::from_slice(&bytes)
             .with_context(|| format!("{} is not a `key --json` report", path.display()))
