@@ -114,8 +114,6 @@ fn run(cli: Cli) -> Result<ExitCode, error::CliError> {
         Command::Exec(args) => exec::run(args),
         Command::Cache(m) => cache::run(m.command, &m.cache),
         Command::Runs(m) => runs::run(m.command, &m.cache),
-        Command::ReadBytecodeIsolated { name } => {
-            Ok(ExitCode::from(crate::mlir::read_bytecode_child(&name)))
-        }
+        Command::ReadBytecodeIsolated { name } => Ok(ExitCode::from(limits::read_bytecode(&name))),
     }
 }

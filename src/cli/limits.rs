@@ -3,7 +3,8 @@
 //! or a hang cannot take down with this one.
 
 use super::error::CliError;
-use crate::mlir::{Isolation, isolate_bytecode_reads};
+use crate::canon::{CanonicalModule, Options};
+use crate::mlir::{Isolation, isolate_bytecode_reads, read_bytecode_child};
 use crate::store::{parse_seconds, parse_size};
 use anyhow::Context as _;
 use std::time::Duration;
@@ -39,4 +40,15 @@ impl InputLimits {
         });
         Ok(())
     }
+}
+
+/// The hidden command: MLIR reads bytecode from stdin, then the module goes
+/// through what the commands do with it (canonicalize, kernels included, and
+/// write), so that a crash in any of it is the child's.
+pub fn read_bytecode(name: &str) -> u8 {
+    read_bytecode_child(name, |module| {
+        if let Ok(canonical) = CanonicalModule::from_owned(module, &Options::default()) {
+            let _ = canonical.digest();
+        }
+    })
 }

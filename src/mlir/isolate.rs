@@ -10,6 +10,7 @@
 //! read in-process.
 
 use super::parse::ParseError;
+use melior::ir::Module;
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
@@ -155,15 +156,20 @@ fn describe(status: ExitStatus) -> String {
 }
 
 /// The child's side: reads bytecode from stdin and parses it in-process,
-/// printing MLIR's diagnostics. Returns the exit status.
-pub fn read_bytecode_child(name: &str) -> u8 {
+/// printing MLIR's diagnostics, then hands the module to `then`: the caller
+/// runs there what it will run on the module itself, so that a crash in a
+/// later step happens here too. Returns the exit status.
+pub fn read_bytecode_child(name: &str, then: impl FnOnce(Module<'_>)) -> u8 {
     let mut bytes = Vec::new();
     if std::io::stdin().read_to_end(&mut bytes).is_err() {
         return 1;
     }
     let context = super::new_context();
     match super::parse::parse_in_process(&context, &bytes, name) {
-        Ok(_) => 0,
+        Ok(module) => {
+            then(module);
+            0
+        }
         Err(e) => {
             print!("{}", e.diagnostics);
             REJECTED as u8
