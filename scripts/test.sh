@@ -18,6 +18,7 @@ knobs=(
   MCK_TEST_SKIP_REDIS     # tests/remote/redis.rs:126 skips the Redis tests
   MCK_TEST_BIN            # tests/common/mod.rs: runs the CLI tests against another build
   MLIR_CACHE_KEY_PROGRESS_DELAY_MS  # src/cli/progress.rs: when a progress bar appears
+  MCK_FUZZ_MUTATIONS MCK_FUZZ_SEED MCK_FUZZ_OUT  # tests/fuzz_key.rs: the campaign size (CI runs the default smoke)
   MCK_TEST_REDIS_URL      # tests/remote/redis.rs:101 (re-exported below for our own server only)
   MCK_BUILD_DIR LLVM_BIN  # lit-tests/lit.cfg.py: another build / other LLVM tools
   LIT_OPTS LIT_FILTER LIT_FILTER_OUT LIT_XFAIL LIT_XFAIL_NOT  # lit: filter out or XFAIL tests

@@ -17,6 +17,7 @@ mod input;
 mod kernels;
 mod key;
 mod key_args;
+mod limits;
 mod logging;
 mod module;
 mod output;
@@ -79,6 +80,13 @@ enum Command {
     Completions(help::CompletionsArgs),
     /// Print the man page (roff) to stdout: `mlir-cache-key man | man -l -`.
     Man,
+    /// Internal: reads bytecode from stdin with MLIR, for a parent process
+    /// that must survive MLIR crashing on it (see `limits`).
+    #[command(name = limits::READ_BYTECODE_COMMAND, hide = true)]
+    ReadBytecodeIsolated {
+        /// The input's name, for diagnostics.
+        name: String,
+    },
 }
 
 /// A management command with the cache options it applies to.
@@ -152,5 +160,6 @@ fn run(cli: Cli) -> Result<ExitCode, error::CliError> {
         Command::Config(m) => config::run(m.command, &m.cache),
         Command::Completions(args) => help::completions(args),
         Command::Man => help::man(),
+        Command::ReadBytecodeIsolated { name } => Ok(ExitCode::from(limits::read_bytecode(&name))),
     }
 }

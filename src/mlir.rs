@@ -8,9 +8,11 @@
 mod context;
 mod emit;
 pub(crate) mod ffi;
+mod isolate;
 pub(crate) mod ops;
 mod parse;
 
 pub use context::new_context;
 pub use emit::{BYTECODE_VERSION, EmitError, PRODUCER, write_bytecode, write_bytecode_with};
+pub use isolate::{Isolation, default_timeout, isolate_bytecode_reads, read_bytecode_child};
 pub use parse::{ParseError, parse_module};

@@ -5,6 +5,7 @@
 //! entry of the `mhlo.backend_config` dictionary. Both are written by the
 //! producer's newer MLIR, so stripping them must be lossless or not at all.
 
+mod json;
 mod mosaic;
 mod payload;
 mod triton;

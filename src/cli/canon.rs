@@ -1,6 +1,7 @@
 //! `mlir-cache-key canon`: canonical bytecode, its text, or its digest.
 
 use super::error::CliError;
+use super::limits::InputLimits;
 use super::module::{InputFormat, canonical_hlo};
 use super::{input, output};
 use crate::canon::{CanonicalModule, KernelMode, Options, timings};
@@ -82,9 +83,12 @@ pub struct Args {
     timings: bool,
     #[command(flatten)]
     canon: CanonFlags,
+    #[command(flatten)]
+    limits: InputLimits,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    args.limits.apply()?;
     let input = input::read(&args.input)?;
     if args.canon.input_format.is_hlo(&input.bytes) {
         return run_hlo(&args, &input);

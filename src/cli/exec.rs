@@ -6,6 +6,7 @@ use super::address_args::AddressArgs;
 use super::canon::CanonFlags;
 use super::error::{CliError, Failure};
 use super::input;
+use super::limits::InputLimits;
 use super::module::with_computation_of;
 use super::settings::CacheOptions;
 use crate::exec::compiler_check::CompilerCheck;
@@ -68,6 +69,8 @@ pub struct Args {
     #[command(flatten)]
     canon: CanonFlags,
     #[command(flatten)]
+    limits: InputLimits,
+    #[command(flatten)]
     address: AddressArgs,
     #[command(flatten)]
     cache: CacheOptions,
@@ -77,6 +80,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    args.limits.apply()?;
     let settings = args.cache.settings()?;
     let request = ExecRequest {
         command: args.command.clone(),

@@ -1,10 +1,14 @@
 //! Reading an INPUT argument: a path, or `-` for standard input; gzip is
 //! decompressed transparently (large modules are shipped as .mlir.gz).
+//! Every file read from the command line is capped at `--max-input-size`
+//! (4 GiB by default), counted after decompression, so a small gzip bomb
+//! cannot exhaust memory.
 
 use super::error::CliError;
-use anyhow::Context as _;
+use anyhow::anyhow;
 use std::io::Read;
 use std::path::Path;
+use std::sync::OnceLock;
 
 /// An input's bytes and the name diagnostics use for it.
 pub struct Input {
@@ -14,40 +18,73 @@ pub struct Input {
 
 const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
 
+/// The default cap: larger than any module we have seen, small enough that
+/// a host that compiles can hold it.
+pub const DEFAULT_MAX_INPUT_SIZE: u64 = 4 << 30;
+
+static MAX_SIZE: OnceLock<u64> = OnceLock::new();
+
+/// Sets the cap for this process (`--max-input-size`); the first call counts.
+pub fn set_max_size(bytes: Option<u64>) {
+    let _ = MAX_SIZE.set(bytes.unwrap_or(DEFAULT_MAX_INPUT_SIZE));
+}
+
+fn max_size() -> u64 {
+    *MAX_SIZE.get().unwrap_or(&DEFAULT_MAX_INPUT_SIZE)
+}
+
+/// Reads a module: a path or `-`, decompressed if gzip.
 pub fn read(path: &Path) -> Result<Input, CliError> {
     let (name, raw) = read_raw(path)?;
     decode(name, raw)
 }
 
-/// The input's name and bytes as stored (gzip still compressed).
+/// The input's name and bytes as stored (gzip still compressed), up to the cap.
 pub fn read_raw(path: &Path) -> Result<(String, Vec<u8>), CliError> {
     Ok(if path == Path::new("-") {
-        let mut raw = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut raw)
-            .context("cannot read standard input")
-            .map_err(CliError::input)?;
-        ("<stdin>".to_string(), raw)
-    } else {
-        let name = path.display().to_string();
-        let raw = std::fs::read(path)
-            .with_context(|| format!("cannot read {name}"))
-            .map_err(CliError::no_input)?;
+        let name = "<stdin>".to_string();
+        let raw = read_capped(std::io::stdin().lock(), &name, "")?;
         (name, raw)
+    } else {
+        (path.display().to_string(), read_file(path)?)
     })
 }
 
-/// Raw input bytes as an [`Input`], gzip decompressed.
+/// Raw input bytes as an [`Input`], gzip decompressed (up to the cap).
 pub fn decode(name: String, raw: Vec<u8>) -> Result<Input, CliError> {
     let bytes = if raw.starts_with(GZIP_MAGIC) {
-        let mut bytes = Vec::new();
-        flate2::read::MultiGzDecoder::new(raw.as_slice())
-            .read_to_end(&mut bytes)
-            .with_context(|| format!("{name}: cannot decompress gzip"))
-            .map_err(CliError::input)?;
-        bytes
+        read_capped(
+            flate2::read::MultiGzDecoder::new(raw.as_slice()),
+            &name,
+            " decompressed",
+        )?
     } else {
         raw
     };
     Ok(Input { name, bytes })
+}
+
+/// Reads a file named on the command line, up to the cap.
+pub fn read_file(path: &Path) -> Result<Vec<u8>, CliError> {
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path)
+        .map_err(|e| CliError::no_input(anyhow!("cannot read {name}: {e}")))?;
+    read_capped(file, &name, "")
+}
+
+/// Reads everything from `reader`, failing once it exceeds the cap.
+fn read_capped(reader: impl Read, name: &str, how: &str) -> Result<Vec<u8>, CliError> {
+    let cap = max_size();
+    let mut bytes = Vec::new();
+    reader
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| CliError::input(anyhow!("cannot read {name}{how}: {e}")))?;
+    if bytes.len() as u64 > cap {
+        return Err(CliError::input(anyhow!(
+            "{name} is larger{how} than the input size limit of {cap} bytes; \
+             raise it with --max-input-size"
+        )));
+    }
+    Ok(bytes)
 }

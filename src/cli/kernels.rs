@@ -2,6 +2,7 @@
 
 use super::canon::CanonFlags;
 use super::error::CliError;
+use super::limits::InputLimits;
 use super::module::canonical_hlo;
 use super::{input, output};
 use crate::canon::{CanonicalModule, KernelAction, KernelKind};
@@ -20,9 +21,12 @@ pub struct Args {
     json: bool,
     #[command(flatten)]
     canon: CanonFlags,
+    #[command(flatten)]
+    limits: InputLimits,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    args.limits.apply()?;
     let input = input::read(&args.input)?;
     if args.canon.input_format.is_hlo(&input.bytes) {
         // Checks that it is one; HLO custom calls are keyed as they are.

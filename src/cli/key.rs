@@ -4,10 +4,11 @@
 use super::canon::CanonFlags;
 use super::error::CliError;
 use super::key_args::KeyArgs;
+use super::limits::InputLimits;
 use super::module::with_computation;
 use super::output;
 use crate::key::{Computation, KeyRecord, Readable, compute};
-use anyhow::{Context as _, anyhow};
+use anyhow::anyhow;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -39,10 +40,13 @@ pub struct Args {
     #[command(flatten)]
     canon: CanonFlags,
     #[command(flatten)]
+    limits: InputLimits,
+    #[command(flatten)]
     key: KeyArgs,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    args.limits.apply()?;
     // A big module (thousands of blocks) takes seconds: a spinner after one, on a terminal.
     let progress = super::progress::Progress::spinner("keying", args.json);
     let record = record_for(
@@ -77,9 +81,7 @@ pub fn record_for(
     record_text: bool,
 ) -> Result<KeyRecord, CliError> {
     if let Some(path) = computation_bytes {
-        let bytes = std::fs::read(path)
-            .with_context(|| format!("cannot read {}", path.display()))
-            .map_err(CliError::input)?;
+        let bytes = super::input::read_file(path)?;
         let name = module_name_override.unwrap_or_default();
         return compute(Computation::Bytes(&bytes), &key.inputs(name)?).map_err(CliError::input);
     }

@@ -4,7 +4,7 @@
 use super::error::CliError;
 use crate::key::flags::FlagSources;
 use crate::key::{Accelerator, CompileOptionsInput, KeyInputs};
-use anyhow::{Context as _, anyhow};
+use anyhow::anyhow;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -88,11 +88,7 @@ impl KeyArgs {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let read = |path: &PathBuf| {
-            std::fs::read(path)
-                .with_context(|| format!("cannot read compile options {}", path.display()))
-                .map_err(CliError::input)
-        };
+        let read = |path: &PathBuf| super::input::read_file(path);
         let compile_options = match (&self.compile_options, &self.compile_options_json) {
             (Some(path), _) => CompileOptionsInput::Proto {
                 name: path.display().to_string(),

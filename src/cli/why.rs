@@ -4,6 +4,7 @@ use super::canon::CanonFlags;
 use super::error::CliError;
 use super::key::record_for;
 use super::key_args::KeyArgs;
+use super::limits::InputLimits;
 use super::output;
 use super::settings::CacheOptions;
 use super::stored;
@@ -30,6 +31,8 @@ pub struct Args {
     #[command(flatten)]
     canon: CanonFlags,
     #[command(flatten)]
+    limits: InputLimits,
+    #[command(flatten)]
     key: KeyArgs,
     /// Where stored keys and addresses are read from.
     #[command(flatten)]
@@ -37,6 +40,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
+    args.limits.apply()?;
     let a = side(&args.a, &args)?;
     let b = side(&args.b, &args)?;
     let explanation = explain(&a, &b);
@@ -56,9 +60,7 @@ fn side(path: &Path, args: &Args) -> Result<KeyRecord, CliError> {
         let what = path.to_string_lossy();
         return stored::record(&stored::require(&store, &what)?);
     }
-    let bytes = std::fs::read(path)
-        .with_context(|| format!("cannot read {}", path.display()))
-        .map_err(CliError::input)?;
+    let bytes = super::input::read_file(path)?;
     let hlo = args.canon.input_format.is_hlo(&bytes);
     if !hlo && bytes.trim_ascii_start().starts_with(b"{") {
         return serde_json::from_slice(&bytes)

@@ -63,6 +63,9 @@ fn wrap(
     cache: &CacheOptions,
     env: Vec<String>,
 ) -> Result<ExitCode, CliError> {
+    // The input is untrusted like any module: the default size cap, and MLIR reads bytecode in
+    // a child process.
+    super::limits::InputLimits::default().apply()?;
     let (program, args) = command
         .split_first()
         .ok_or_else(|| CliError::usage(anyhow!("no compiler command given")))?;

@@ -3,6 +3,7 @@
 //! ops of dialects this MLIR lacks.
 
 use super::ffi;
+use crate::bytecode::OpNameInfo;
 use melior::Context;
 use melior::ir::Module;
 use mlir_sys::MlirStringRef;
@@ -43,8 +44,37 @@ pub fn is_bytecode(source: &[u8]) -> bool {
 }
 
 /// Parses `source` (MLIR text or bytecode) as a module named `name` in
-/// diagnostics.
+/// diagnostics. Bytecode is validated by our reader first, then read by MLIR
+/// in a child process when [`super::isolate_bytecode_reads`] asked for it.
 pub fn parse_module<'c>(
+    context: &'c Context,
+    source: &[u8],
+    name: &str,
+) -> Result<Module<'c>, ParseError> {
+    if is_bytecode(source) {
+        check_bytecode(context, source, name)?;
+        super::isolate::check_in_child(source, name).map_err(|mut e| {
+            e.hint = hint_for(&e.diagnostics);
+            e
+        })?;
+    }
+    parse_checked(context, source, name)
+}
+
+/// [`parse_module`] without the child process (the child's own side).
+pub(super) fn parse_in_process<'c>(
+    context: &'c Context,
+    source: &[u8],
+    name: &str,
+) -> Result<Module<'c>, ParseError> {
+    if is_bytecode(source) {
+        check_bytecode(context, source, name)?;
+    }
+    parse_checked(context, source, name)
+}
+
+/// Parses `source` with MLIR; bytecode must have passed [`check_bytecode`].
+fn parse_checked<'c>(
     context: &'c Context,
     source: &[u8],
     name: &str,
@@ -66,9 +96,6 @@ pub fn parse_module<'c>(
     }
     // The bytecode reader wants its buffer aligned like the resources inside
     // it; a fresh 64-byte-aligned copy satisfies every alignment MLIR emits.
-    if is_bytecode(source) {
-        refuse_misreadable_properties(context, source, name)?;
-    }
     let aligned;
     let source = if is_bytecode(source) {
         aligned = AlignedBytes::copy_of(source);
@@ -99,18 +126,41 @@ pub fn parse_module<'c>(
     })
 }
 
+/// What MLIR's reader must not see: bytecode our reader finds malformed, and
+/// bytecode it would misread.
+fn check_bytecode(context: &Context, source: &[u8], name: &str) -> Result<(), ParseError> {
+    let malformed = |detail: String| {
+        // The prefix says it already.
+        let detail = detail
+            .strip_prefix("malformed bytecode ")
+            .unwrap_or(&detail)
+            .to_string();
+        ParseError {
+            input: name.to_string(),
+            diagnostics: format!("{name}: malformed MLIR bytecode: {detail}"),
+            hint: None,
+        }
+    };
+    let op_names = match crate::bytecode::validate(source) {
+        Ok(valid) => valid.op_names,
+        // Nested deeper than our walker follows, which is not malformed: MLIR reads it (in the
+        // isolated child first), after the checks that do not walk the IR.
+        Err(e) if matches!(e.error, crate::bytecode::BytecodeError::TooDeep { .. }) => {
+            crate::bytecode::op_names(source).map_err(|e| malformed(e.to_string()))?
+        }
+        Err(e) => return Err(malformed(e.to_string())),
+    };
+    refuse_misreadable_properties(context, &op_names, name)
+}
+
 /// Refuses bytecode whose writer had an op registered that this context does
 /// not: its properties are in that dialect's own encoding, and MLIR would read
 /// them back wrongly without saying so (a misread module must never be keyed).
 fn refuse_misreadable_properties(
     context: &Context,
-    source: &[u8],
+    ops: &[OpNameInfo],
     name: &str,
 ) -> Result<(), ParseError> {
-    // A malformed container is left to MLIR's reader, which reports it.
-    let Ok(ops) = crate::bytecode::op_names(source) else {
-        return Ok(());
-    };
     let known = |op_name: &str| {
         let dialect = op_name.split('.').next().unwrap_or_default();
         // The reader loads registered dialects on demand; do the same first.

@@ -283,12 +283,14 @@ pub struct Counts {
 }
 
 /// A reader of one builtin entry that records references; `None` means the
-/// entry does not follow the layout we know, and is then treated as opaque.
+/// entry does not follow the layout we know, and is then treated as opaque,
+/// unless `error` says why MLIR could not read it either.
 struct Dec<'a> {
     r: Reader<'a>,
     counts: Counts,
     refs: Vec<Ref>,
     scalars: Vec<Range<usize>>,
+    error: Option<BytecodeError>,
 }
 
 impl Dec<'_> {
@@ -339,8 +341,13 @@ impl Dec<'_> {
         Some(())
     }
 
+    /// A list count, checked: MLIR reserves it before reading the elements.
+    fn count(&mut self, what: &'static str) -> Option<u64> {
+        self.r.count(what, 1).map_err(|e| self.error = Some(e)).ok()
+    }
+
     fn list(&mut self, mut each: impl FnMut(&mut Self) -> Option<()>) -> Option<u64> {
-        let n = self.r.count("builtin list", 1).ok()?;
+        let n = self.count("builtin list")?;
         for _ in 0..n {
             each(self)?;
         }
@@ -353,7 +360,7 @@ impl Dec<'_> {
     }
 
     fn bool_list(&mut self) -> Option<()> {
-        let n = self.r.count("builtin bool list", 1).ok()?;
+        let n = self.count("builtin bool list")?;
         self.r.bytes(n, "builtin bool list").ok().map(|_| ())
     }
 
@@ -362,7 +369,10 @@ impl Dec<'_> {
     }
 }
 
-/// Decodes the entry `bytes` (at absolute offset `base`) of `table`.
+/// Decodes the entry `bytes` (at absolute offset `base`) of `table`. Errors
+/// only for what MLIR's reader could not survive either (a list count the
+/// entry cannot back, which it reserves).
+#[cfg(test)]
 pub fn decode(
     table: Table,
     bytes: &[u8],
@@ -370,32 +380,53 @@ pub fn decode(
     builtin: bool,
     custom: bool,
     counts: Counts,
-) -> Decoded {
+) -> Result<Decoded> {
+    decode_with_reads(table, bytes, base, builtin, custom, counts).map(|(d, _)| d)
+}
+
+/// [`decode`], with the references MLIR's reader resolves before it can
+/// tell whether the entry is well-formed: all of a decoded entry's, or those
+/// read before the point where a builtin entry stops following its layout.
+pub fn decode_with_reads(
+    table: Table,
+    bytes: &[u8],
+    base: usize,
+    builtin: bool,
+    custom: bool,
+    counts: Counts,
+) -> Result<(Decoded, Vec<Ref>)> {
     if !custom {
-        return Decoded::Asm;
+        return Ok((Decoded::Asm, Vec::new()));
     }
     if !builtin {
-        return Decoded::Opaque;
+        return Ok((Decoded::Opaque, Vec::new()));
     }
     let mut d = Dec {
         r: Reader::new(bytes, base),
         counts,
         refs: Vec::new(),
         scalars: Vec::new(),
+        error: None,
     };
     let decoded = match table {
         Table::Attr => decode_attr(&mut d),
         Table::Type => decode_type(&mut d),
     };
-    match decoded {
-        Some(code) => Decoded::Builtin {
-            table,
-            code,
-            refs: d.refs,
-            scalars: d.scalars,
-        },
-        None => Decoded::Opaque,
+    if let Some(error) = d.error {
+        return Err(error);
     }
+    Ok(match decoded {
+        Some(code) => (
+            Decoded::Builtin {
+                table,
+                code,
+                refs: d.refs.clone(),
+                scalars: d.scalars,
+            },
+            d.refs,
+        ),
+        None => (Decoded::Opaque, d.refs),
+    })
 }
 
 fn decode_attr(d: &mut Dec<'_>) -> Option<u64> {
@@ -542,7 +573,7 @@ mod tests {
     };
 
     fn attr(bytes: &[u8]) -> Decoded {
-        decode(Table::Attr, bytes, 0, true, true, COUNTS)
+        decode(Table::Attr, bytes, 0, true, true, COUNTS).unwrap()
     }
 
     #[test]
@@ -566,12 +597,25 @@ mod tests {
         assert_eq!(attr(&[0x7f]), Decoded::Opaque); // code 63
         assert_eq!(attr(&[0x05, 0x03, 0x03]), Decoded::Opaque); // trailing byte
         assert_eq!(attr(&[0x05, 0x7f]), Decoded::Opaque); // string 63 out of range
+        // An array of 2^56 elements: MLIR would reserve them.
+        let huge = decode(
+            Table::Attr,
+            &[0x01, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+            0,
+            true,
+            true,
+            COUNTS,
+        );
+        assert!(
+            matches!(huge, Err(BytecodeError::CountTooLarge { .. })),
+            "{huge:?}"
+        );
         assert_eq!(
-            decode(Table::Attr, b"#a.b<c>\0", 0, false, false, COUNTS),
+            decode(Table::Attr, b"#a.b<c>\0", 0, false, false, COUNTS).unwrap(),
             Decoded::Asm
         );
         assert_eq!(
-            decode(Table::Attr, &[0x05, 0x03], 0, false, true, COUNTS),
+            decode(Table::Attr, &[0x05, 0x03], 0, false, true, COUNTS).unwrap(),
             Decoded::Opaque
         );
     }
@@ -587,7 +631,8 @@ mod tests {
             true,
             true,
             COUNTS,
-        );
+        )
+        .unwrap();
         let targets: Vec<_> = d.refs().iter().map(|r| r.target).collect();
         assert_eq!(
             targets,

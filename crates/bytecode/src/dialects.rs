@@ -88,8 +88,9 @@ impl DialectSection {
             out.dialects.push(Dialect { name, version });
         }
         if rules.elide_unknown_block_arg_locs {
-            // Total number of op names; only a capacity hint upstream.
-            reader.varint("op name count")?;
+            // Total number of op names: only a capacity hint upstream, but one
+            // it reserves, so it must be one the section can back.
+            reader.count("op name", 1)?;
         }
         while !reader.is_empty() {
             let dialect = reader.index("dialect", out.dialects.len())?;

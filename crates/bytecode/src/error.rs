@@ -133,5 +133,26 @@ pub enum BytecodeError {
     },
 }
 
+impl BytecodeError {
+    /// The absolute offset the error names, if any.
+    pub fn offset(&self) -> Option<usize> {
+        match self {
+            BytecodeError::BadMagic { .. }
+            | BytecodeError::UnsupportedVersion { .. }
+            | BytecodeError::MissingSection { .. } => None,
+            BytecodeError::Truncated { offset, .. }
+            | BytecodeError::InvalidSectionId { offset, .. }
+            | BytecodeError::SectionOutOfBounds { offset, .. }
+            | BytecodeError::DuplicateSection { offset, .. }
+            | BytecodeError::BadAlignment { offset, .. }
+            | BytecodeError::BadPadding { offset, .. }
+            | BytecodeError::InvalidIndex { offset, .. }
+            | BytecodeError::CountTooLarge { offset, .. }
+            | BytecodeError::TooDeep { offset, .. }
+            | BytecodeError::Malformed { offset, .. } => Some(*offset),
+        }
+    }
+}
+
 /// Shorthand for results of this module.
 pub type Result<T> = std::result::Result<T, BytecodeError>;

@@ -5,12 +5,15 @@
 //! else. Operation layout: name, mask byte, location, then what the mask says
 //! (attribute dictionary, properties, results, operands, successors, use-list
 //! orders, regions); isolated regions are nested IR sections from version 2.
+//! The walk also numbers values as MLIR does ([`Values`]), to check the counts
+//! and indices MLIR's reader trusts.
 
 use super::dialects::OpName;
 use super::encoding::{MAX_REGION_NESTING, VersionRules, op_mask, section};
 use super::error::{BytecodeError, Result};
 use super::reader::Reader;
 use super::sections::read_section;
+use super::values::{Order, ValueId, Values};
 
 /// Where a location index was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,32 +80,48 @@ pub fn walk(data: &[u8], base: usize, ctx: IrContext<'_>) -> Result<IrRefs> {
             nested_alignment: 1,
             ..Default::default()
         },
+        values: Values::default(),
     };
     let mut reader = Reader::new(data, base);
-    // The top level is a block without a region header or arguments' owner.
-    walker.block(&mut reader, 0, (0, 0))?;
+    // The top level is a block without a region header; MLIR gives it no
+    // value slots, and reading arguments there would touch a scope it has not
+    // opened yet.
+    let offset = reader.offset();
+    walker.values.open_region(0, offset);
+    if walker.block(&mut reader, 0, (0, 0))? {
+        return Err(BytecodeError::Malformed {
+            offset,
+            message: "the top-level block has arguments".into(),
+        });
+    }
+    walker.values.close_region()?;
+    walker.values.finish()?;
     Ok(walker.out)
 }
 
 struct Walker<'a> {
     ctx: IrContext<'a>,
     out: IrRefs,
+    values: Values,
 }
 
 impl Walker<'_> {
-    fn block(&mut self, r: &mut Reader<'_>, depth: usize, parent: (usize, usize)) -> Result<()> {
+    /// Walks a block; returns whether it has arguments.
+    fn block(&mut self, r: &mut Reader<'_>, depth: usize, parent: (usize, usize)) -> Result<bool> {
         let (num_ops, has_args) = r.varint_with_flag("block header")?;
-        if has_args {
+        if has_args && depth > 0 {
             self.block_args(r, parent)?;
         }
         for _ in 0..num_ops {
             self.op(r, depth)?;
         }
-        Ok(())
+        Ok(has_args)
     }
 
     fn block_args(&mut self, r: &mut Reader<'_>, (op, op_name): (usize, usize)) -> Result<()> {
+        let offset = r.offset();
         let num_args = r.count("block argument", 1)?;
+        let first = self.values.define(num_args, true, offset)?;
         for _ in 0..num_args {
             let offset = r.offset();
             let (ty, has_loc) = if self.ctx.rules.elide_unknown_block_arg_locs {
@@ -125,12 +144,19 @@ impl Walker<'_> {
             }
         }
         if self.ctx.rules.use_list_orders && r.byte("block use-list flag")? != 0 {
-            self.use_lists(r, num_args, true)?;
+            self.use_lists(r, num_args, first, true)?;
         }
         Ok(())
     }
 
-    fn use_lists(&mut self, r: &mut Reader<'_>, range: u64, need_one: bool) -> Result<()> {
+    /// Reads the use-list orders of the values `first..first + range`.
+    fn use_lists(
+        &mut self,
+        r: &mut Reader<'_>,
+        range: u64,
+        first: ValueId,
+        need_one: bool,
+    ) -> Result<()> {
         let offset = r.offset();
         let n = if range > 1 {
             r.varint("use-list count")?
@@ -144,12 +170,26 @@ impl Walker<'_> {
             });
         }
         for _ in 0..n {
-            if range > 1 {
-                r.varint("use-list value index")?;
-            }
-            let (len, _) = r.varint_with_flag("use-list length")?;
+            let index = if range > 1 {
+                r.varint("use-list value index")?
+            } else {
+                0
+            };
+            let offset = r.offset();
+            let (len, pairs) = r.varint_with_flag("use-list length")?;
+            let len = r.count_of("use-list index", len, 1, offset)?;
+            let mut indices = Vec::new();
             for _ in 0..len {
-                r.varint("use-list index")?;
+                indices.push(r.varint("use-list index")?);
+            }
+            // MLIR ignores orders of values the range does not have.
+            if index < range {
+                self.values.order(Order {
+                    value: first + index as usize,
+                    pairs,
+                    indices,
+                    offset,
+                });
             }
         }
         Ok(())
@@ -205,9 +245,14 @@ impl Walker<'_> {
                 self.out.type_refs.push((ty, offset));
             }
         }
+        // MLIR defines them after reading the operands; the uses counted are
+        // the same either way.
+        let results = self.values.define_results(num_results, r.offset())?;
         if mask & op_mask::HAS_OPERANDS != 0 {
             for _ in 0..r.count("operand", 1)? {
-                r.varint("operand")?;
+                let offset = r.offset();
+                let slot = r.varint("operand")?;
+                self.values.use_slot(slot, offset)?;
             }
         }
         if mask & op_mask::HAS_SUCCESSORS != 0 {
@@ -216,10 +261,12 @@ impl Walker<'_> {
             }
         }
         if self.ctx.rules.use_list_orders && mask & op_mask::HAS_USE_LIST_ORDERS != 0 {
-            self.use_lists(r, num_results, false)?;
+            self.use_lists(r, num_results, results, false)?;
         }
         if mask & op_mask::HAS_INLINE_REGIONS != 0 {
+            let offset = r.offset();
             let (num_regions, isolated) = r.varint_with_flag("region count")?;
+            let num_regions = r.count_of("region", num_regions, 1, offset)?;
             if num_regions == 0 {
                 return Ok(());
             }
@@ -228,6 +275,9 @@ impl Walker<'_> {
                     limit: MAX_REGION_NESTING,
                     offset: r.offset(),
                 });
+            }
+            if isolated {
+                self.values.open_scope();
             }
             if isolated && self.ctx.rules.isolated_regions_in_sections {
                 let raw = read_section(r)?;
@@ -252,19 +302,24 @@ impl Walker<'_> {
                     self.region(r, depth + 1, (op_index, name))?;
                 }
             }
+            if isolated {
+                self.values.close_scope();
+            }
         }
         Ok(())
     }
 
     fn region(&mut self, r: &mut Reader<'_>, depth: usize, parent: (usize, usize)) -> Result<()> {
-        let num_blocks = r.varint("region block count")?;
+        let num_blocks = r.count("region block", 1)?;
         if num_blocks == 0 {
             return Ok(());
         }
-        r.varint("region value count")?;
+        let offset = r.offset();
+        let declared = r.varint("region value count")?;
+        self.values.open_region(declared, offset);
         for _ in 0..num_blocks {
             self.block(r, depth, parent)?;
         }
-        Ok(())
+        self.values.close_region()
     }
 }

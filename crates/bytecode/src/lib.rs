@@ -17,8 +17,9 @@
 //!
 //! Layout: `encoding` (format constants), `varint` and `reader` (primitives),
 //! `sections`, `strings`, `dialects`, `attrs`, `properties` (the section, and
-//! blobs decoded by the table), `resources`, `ir` (parsing), `model` (the
-//! parsed payload and its reference graph), `analysis` (what is alive) and
+//! blobs decoded by the table), `resources`, `ir` (parsing), `values` (value
+//! numbering), `model` (the parsed payload and its reference graph), `validate`
+//! (the check before MLIR reads a payload), `analysis` (what is alive) and
 //! `strip` (the rewrite).
 
 mod analysis;
@@ -35,11 +36,14 @@ mod resources;
 mod sections;
 mod strings;
 mod strip;
+mod validate;
+mod values;
 pub mod varint;
 
 pub use error::BytecodeError;
 pub use ops::{OpNameInfo, op_names};
 pub use sections::{Header, SectionInfo};
+pub use validate::{Invalid, Validated, validate};
 
 use std::ops::Range;
 

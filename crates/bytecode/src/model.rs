@@ -37,6 +37,9 @@ pub struct Parsed<'a> {
     pub attrs: Vec<Decoded>,
     /// Decoded type entries.
     pub types: Vec<Decoded>,
+    /// The references MLIR resolves while reading each attribute, then each
+    /// type (see [`attrs::decode_with_reads`]).
+    pub reads: Vec<Vec<attrs::Ref>>,
     /// Property blobs.
     pub props: Properties,
     /// Each blob decoded by the property table, or why it is not.
@@ -121,25 +124,28 @@ impl<'a> Parsed<'a> {
             strings: strings.len(),
         };
         let attr_data = data(attr_sec);
-        let decode_all = |kind: Table, entries: &[attrs::Entry]| -> Vec<Decoded> {
+        let mut reads = Vec::new();
+        let mut decode_all = |kind: Table, entries: &[attrs::Entry]| -> Result<Vec<Decoded>> {
             entries
                 .iter()
                 .map(|e| {
                     let bytes = attr_data.get(e.range.clone()).unwrap_or(&[]);
                     let is_builtin = builtin.contains(&e.dialect);
-                    attrs::decode(
+                    let (decoded, read) = attrs::decode_with_reads(
                         kind,
                         bytes,
                         attr_sec.offset + e.range.start,
                         is_builtin,
                         e.custom,
                         counts,
-                    )
+                    )?;
+                    reads.push(read);
+                    Ok(decoded)
                 })
                 .collect()
         };
-        let attrs = decode_all(Table::Attr, &table.attrs);
-        let types = decode_all(Table::Type, &table.types);
+        let attrs = decode_all(Table::Attr, &table.attrs)?;
+        let types = decode_all(Table::Type, &table.types)?;
 
         let ir_sec = required(section::IR)?;
         let ir = ir::walk(
@@ -163,6 +169,7 @@ impl<'a> Parsed<'a> {
             table,
             attrs,
             types,
+            reads,
             props,
             blob_reads: Vec::new(),
             resources,

@@ -43,8 +43,13 @@ pub fn op_names(payload: &[u8]) -> Result<Vec<OpNameInfo>, BytecodeError> {
         rules,
         strings.len(),
     )?;
+    Ok(names(&strings, &dialects))
+}
+
+/// The operation names of a parsed dialect section.
+pub(crate) fn names(strings: &StringTable<'_>, dialects: &DialectSection) -> Vec<OpNameInfo> {
     let text = |index: usize| String::from_utf8_lossy(strings.content(index)).into_owned();
-    Ok(dialects
+    dialects
         .op_names
         .iter()
         .map(|op| {
@@ -58,5 +63,5 @@ pub fn op_names(payload: &[u8]) -> Result<Vec<OpNameInfo>, BytecodeError> {
                 registered: op.registered,
             }
         })
-        .collect())
+        .collect()
 }

@@ -99,6 +99,17 @@ impl<'a> Reader<'a> {
     pub fn count(&mut self, what: &'static str, min_elem_size: usize) -> Result<u64> {
         let offset = self.offset();
         let count = self.varint(what)?;
+        self.count_of(what, count, min_elem_size, offset)
+    }
+
+    /// Checks a count already read at `offset`, as [`Reader::count`] does.
+    pub fn count_of(
+        &self,
+        what: &'static str,
+        count: u64,
+        min_elem_size: usize,
+        offset: usize,
+    ) -> Result<u64> {
         let fits = u128::from(count) * min_elem_size as u128 <= self.remaining() as u128;
         if !fits {
             return Err(BytecodeError::CountTooLarge {

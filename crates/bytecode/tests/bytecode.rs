@@ -1,5 +1,6 @@
 //! The dialect-free bytecode stripper on real kernels (Mosaic v0, Triton v6),
-//! synthetic payloads of every version, property tests and malformed input.
+//! synthetic payloads of every version, property tests, malformed input and
+//! the validation that runs before MLIR reads a payload.
 
 #[path = "bytecode/common.rs"]
 mod common;
@@ -16,3 +17,5 @@ mod properties;
 mod sweep;
 #[path = "bytecode/synthetic.rs"]
 mod synthetic;
+#[path = "bytecode/validate.rs"]
+mod validate;
