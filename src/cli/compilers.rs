@@ -105,7 +105,34 @@ pub fn recognise(program: &str, args: &[String]) -> Result<Files, String> {
 /// LLVM `cl` style: options with `-` or `--`, values after `=` (or next, for `separate`),
 /// `--` ends the options, one positional input, `-o` the output.
 fn llvm_style(args: &[String], separate: &[&str], plugins: &[&str]) -> Result<Files, String> {
-    let mut output = None;
+    let (positional, output) = scan(args, "o", plugins, |name, _| separate.contains(&name))?;
+    let output = output.ok_or("no -o OUT (the output would go to standard output)")?;
+    files(positional, output)
+}
+
+/// `neuronx-cc compile INPUT … --output OUT` (argparse style).
+fn neuronx_cc(args: &[String]) -> Result<Files, String> {
+    let Some(rest) = args.strip_prefix(&["compile".to_string()]) else {
+        return Err("the first argument is not `compile`".into());
+    };
+    let (positional, output) = scan(rest, "output", &[], |name, arg| {
+        NEURONX_VALUES.contains(&name) || arg == "-O"
+    })?;
+    files(positional, output.ok_or("no --output OUT")?)
+}
+
+/// The option scan LLVM `cl` and argparse share: options start with `-` or `--`, take their
+/// value after `=` or (when `separate` says so) as the next argument, and `--` ends them.
+/// Returns the positional arguments and the value of the `output` option (given once at most);
+/// an option named in `plugins` is refused.
+fn scan(
+    args: &[String],
+    output: &str,
+    plugins: &[&str],
+    separate: impl Fn(&str, &str) -> bool,
+) -> Result<(Vec<String>, Option<String>), String> {
+    let flag = if output.len() == 1 { "-" } else { "--" };
+    let mut found = None;
     let mut positional = Vec::new();
     let mut options_end = false;
     let mut i = 0;
@@ -130,66 +157,24 @@ fn llvm_style(args: &[String], separate: &[&str], plugins: &[&str]) -> Result<Fi
                 "{arg} loads a plugin, whose content the key would miss"
             ));
         }
-        if name == "o" {
+        if name == output {
             let value = match value {
                 Some(v) => v,
                 None => {
                     i += 1;
-                    args.get(i - 1).cloned().ok_or("-o without a file")?
+                    args.get(i - 1)
+                        .cloned()
+                        .ok_or(format!("{flag}{output} without a file"))?
                 }
             };
-            if output.replace(value).is_some() {
-                return Err("more than one -o".into());
+            if found.replace(value).is_some() {
+                return Err(format!("more than one {flag}{output}"));
             }
-        } else if value.is_none() && separate.contains(&name) {
+        } else if value.is_none() && separate(name, arg) {
             i += 1;
         }
     }
-    let output = output.ok_or("no -o OUT (the output would go to standard output)")?;
-    files(positional, output)
-}
-
-/// `neuronx-cc compile INPUT … --output OUT` (argparse style).
-fn neuronx_cc(args: &[String]) -> Result<Files, String> {
-    let Some(rest) = args.strip_prefix(&["compile".to_string()]) else {
-        return Err("the first argument is not `compile`".into());
-    };
-    let mut output = None;
-    let mut positional = Vec::new();
-    let mut options_end = false;
-    let mut i = 0;
-    while i < rest.len() {
-        let arg = &rest[i];
-        i += 1;
-        if options_end || arg == "-" || !arg.starts_with('-') {
-            positional.push(arg.clone());
-            continue;
-        }
-        if arg == "--" {
-            options_end = true;
-            continue;
-        }
-        let body = arg.trim_start_matches('-');
-        let (name, value) = match body.split_once('=') {
-            Some((name, value)) => (name, Some(value.to_string())),
-            None => (body, None),
-        };
-        if name == "output" {
-            let value = match value {
-                Some(v) => v,
-                None => {
-                    i += 1;
-                    rest.get(i - 1).cloned().ok_or("--output without a file")?
-                }
-            };
-            if output.replace(value).is_some() {
-                return Err("more than one --output".into());
-            }
-        } else if value.is_none() && (NEURONX_VALUES.contains(&name) || arg == "-O") {
-            i += 1;
-        }
-    }
-    files(positional, output.ok_or("no --output OUT")?)
+    Ok((positional, found))
 }
 
 /// Any other compiler: `-o OUT`/`--output OUT` (or `=OUT`, or `-oOUT`), and the last positional

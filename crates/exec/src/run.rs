@@ -41,14 +41,12 @@ pub fn run_with_text(
     request: &ExecRequest,
     record: &KeyRecord,
     at: Option<AtAddress>,
-    mut text: Option<&dyn CanonicalSource>,
+    text: Option<&dyn CanonicalSource>,
 ) -> Result<Finished, ExecError> {
-    let addressed = match (&at, text.take()) {
-        (Some(_), Some(source)) => Some(with_text(record, source)),
-        (_, source) => {
-            text = source;
-            None
-        }
+    // At an address the text is rendered now (for a conflict's explanation), else on a miss.
+    let (addressed, text) = match (&at, text) {
+        (Some(_), Some(source)) => (Some(with_text(record, source)), None),
+        (_, text) => (None, text),
     };
     let record = addressed.as_ref().unwrap_or(record);
     let key = CacheKey::from_parts(&record.module_name, Digest::parse(&record.sha256)?)?;
