@@ -102,7 +102,13 @@ fn compile_shim(llvm_config: &Path) {
             }
         }
     }
-    for file in ["bytecode.cpp", "parse.cpp", "passes.cpp", "symbols.cpp"] {
+    for file in [
+        "bytecode.cpp",
+        "parse.cpp",
+        "passes.cpp",
+        "snapshot.cpp",
+        "symbols.cpp",
+    ] {
         let path = Path::new("shim/lib").join(file);
         println!("cargo:rerun-if-changed={}", path.display());
         build.file(path);

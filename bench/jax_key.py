@@ -62,7 +62,7 @@ def breakdown(module, runs):
     the same MLIR calls as cache_key._canonicalize_ir."""
     from jax._src.lib.mlir import passmanager as pm
 
-    best = {"clone": [], "strip-debuginfo": [], "write": [], "hash": []}
+    best = {"clone": [], "strip-debuginfo": [], "write": [], "hash": [], "destroy": []}
     for _ in range(runs):
         with module.context:
             t0 = time.perf_counter()
@@ -75,7 +75,9 @@ def breakdown(module, runs):
             t3 = time.perf_counter()
             hashlib.sha256(out.getvalue()).digest()
             t4 = time.perf_counter()
-        for name, t in zip(best, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+            del m
+            t5 = time.perf_counter()
+        for name, t in zip(best, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4)):
             best[name].append(t * 1e3)
     return {name: min(ts) for name, ts in best.items()}
 

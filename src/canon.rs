@@ -20,6 +20,7 @@ pub use options::{KernelMode, Options};
 pub use symbols::Renaming;
 
 use crate::mlir::ops::OpRef;
+use crate::mlir::snapshot::Snapshot;
 use crate::mlir::{self, EmitError};
 use melior::ir::{Module, Operation};
 use sha2::{Digest, Sha256};
@@ -35,19 +36,51 @@ pub struct Report {
     pub private_symbols: Option<Renaming>,
 }
 
-/// A canonicalized module, owned, ready to be written or hashed.
-pub struct CanonicalModule<'c> {
-    module: Module<'c>,
+/// A canonicalized module, ready to be written or hashed: the caller's module
+/// canonicalized where it is (put back as it was when this drops), or one this
+/// owns.
+pub struct CanonicalModule<'m, 'c> {
+    module: Held<'m, 'c>,
     report: Report,
     /// Locations were kept (`keep_locations`): they are part of the canonical
     /// bytes, so the text shows them too.
     locations: bool,
 }
 
-impl<'c> CanonicalModule<'c> {
-    /// Canonicalizes a clone of `module`; the caller's module is not touched.
-    pub fn of(module: &Module<'c>, options: &Options) -> Result<Self, CanonError> {
-        Self::from_owned(clone_module(module)?, options)
+enum Held<'m, 'c> {
+    Owned(Module<'c>),
+    /// The snapshot puts the module back when it drops.
+    Borrowed {
+        module: &'m mut Module<'c>,
+        _undo: Snapshot,
+    },
+}
+
+impl<'m, 'c> CanonicalModule<'m, 'c> {
+    /// Canonicalizes the caller's module in place and puts it back exactly as
+    /// it was when the result drops: the same IR, locations and attributes
+    /// (the cheap equivalent of canonicalizing a clone, which costs a deep
+    /// copy and its teardown). With `canonical_symbols`, which renames symbols
+    /// throughout, it works on a clone instead.
+    pub fn of(module: &'m mut Module<'c>, options: &Options) -> Result<Self, CanonError> {
+        if options.canonical_symbols {
+            return Self::from_owned(clone_module(module)?, options);
+        }
+        // SAFETY: the module outlives the handles used during this call.
+        let op = unsafe { OpRef::from_raw(module.as_operation().to_raw()) };
+        let custom_calls = op.collect_named("stablehlo.custom_call");
+        let rewritten: Vec<OpRef> = custom_calls.iter().map(|&(_, op)| op).collect();
+        // Taken first, so an error below puts the module back as well.
+        let snapshot = Snapshot::take(op, &rewritten);
+        let report = canonicalize_steps(op, &custom_calls, options, &mut StepTimes::default())?;
+        Ok(Self {
+            module: Held::Borrowed {
+                module,
+                _undo: snapshot,
+            },
+            report,
+            locations: options.keep_locations,
+        })
     }
 
     /// Canonicalizes `module` in place (CLI: it owns the module it parsed).
@@ -56,10 +89,20 @@ impl<'c> CanonicalModule<'c> {
         let op = unsafe { OpRef::from_raw(module.as_operation().to_raw()) };
         let report = canonicalize_in_place(op, options)?;
         Ok(Self {
-            module,
+            module: Held::Owned(module),
             report,
             locations: options.keep_locations,
         })
+    }
+
+    /// Consumes the result without destroying an owned module: for a process
+    /// about to exit, MLIR's teardown of a large module costs about as much as
+    /// copying it. A borrowed module is put back as usual.
+    pub fn leak(self) {
+        match self.module {
+            Held::Owned(module) => std::mem::forget(module),
+            Held::Borrowed { .. } => {}
+        }
     }
 
     pub fn report(&self) -> &Report {
@@ -67,12 +110,15 @@ impl<'c> CanonicalModule<'c> {
     }
 
     pub fn module(&self) -> &Module<'c> {
-        &self.module
+        match &self.module {
+            Held::Owned(module) => module,
+            Held::Borrowed { module, .. } => module,
+        }
     }
 
     /// Streams the canonical bytecode into `sink`, chunk by chunk.
     pub fn write(&self, sink: &mut dyn FnMut(&[u8])) -> Result<(), EmitError> {
-        mlir::write_bytecode(self.module.as_operation(), sink)
+        mlir::write_bytecode(self.module().as_operation(), sink)
     }
 
     pub fn to_bytes(&self) -> Result<Vec<u8>, EmitError> {
@@ -93,12 +139,12 @@ impl<'c> CanonicalModule<'c> {
     /// the canonical bytes, so the text prints them too, inline after each
     /// operation and block argument; otherwise it is location-free.
     pub fn text(&self) -> String {
-        mlir::ops::print_operation(self.module.as_operation(), true, self.locations)
+        mlir::ops::print_operation(self.module().as_operation(), true, self.locations)
     }
 }
 
 /// The key library hashes the canonical bytes as MLIR writes them.
-impl crate::key::CanonicalSource for CanonicalModule<'_> {
+impl crate::key::CanonicalSource for CanonicalModule<'_, '_> {
     fn write_to(&self, sink: &mut dyn FnMut(&[u8])) -> Result<(), crate::key::SourceError> {
         Ok(self.write(sink)?)
     }
@@ -107,8 +153,8 @@ impl crate::key::CanonicalSource for CanonicalModule<'_> {
     }
 }
 
-/// The canonical bytecode of `module`, which is left untouched.
-pub fn canonicalize(module: &Module, options: &Options) -> Result<Vec<u8>, CanonError> {
+/// The canonical bytecode of `module`, which is left as it was.
+pub fn canonicalize(module: &mut Module, options: &Options) -> Result<Vec<u8>, CanonError> {
     Ok(CanonicalModule::of(module, options)?.to_bytes()?)
 }
 
@@ -126,7 +172,8 @@ pub(crate) fn canonicalize_in_place(
     op: OpRef<'_>,
     options: &Options,
 ) -> Result<Report, CanonError> {
-    canonicalize_steps(op, options, &mut StepTimes::default())
+    let custom_calls = op.collect_named("stablehlo.custom_call");
+    canonicalize_steps(op, &custom_calls, options, &mut StepTimes::default())
 }
 
 /// Time spent in the in-place steps (`canon --timings`).
@@ -140,15 +187,15 @@ struct StepTimes {
 /// [`canonicalize_in_place`], recording how long its steps took.
 fn canonicalize_steps(
     op: OpRef<'_>,
+    custom_calls: &[(usize, OpRef<'_>)],
     options: &Options,
     times: &mut StepTimes,
 ) -> Result<Report, CanonError> {
     let start = Instant::now();
-    let custom_calls = op.collect_named("stablehlo.custom_call");
     let mut report = Report::default();
     if !options.keep_locations {
         if options.kernels == KernelMode::Strip {
-            report.kernels = kernels::strip_all(&custom_calls)?;
+            report.kernels = kernels::strip_all(custom_calls)?;
         }
         times.kernels = start.elapsed();
         let start = Instant::now();
@@ -158,7 +205,7 @@ fn canonicalize_steps(
         times.kernels = start.elapsed();
     }
     if options.ignore_custom_partitioning {
-        report.custom_partitioning_removed = partitioning::neutralise(&custom_calls);
+        report.custom_partitioning_removed = partitioning::neutralise(custom_calls);
     }
     if options.canonical_symbols {
         report.private_symbols = Some(symbols::canonicalize(op)?);

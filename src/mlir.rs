@@ -11,6 +11,7 @@ pub(crate) mod ffi;
 mod isolate;
 pub(crate) mod ops;
 mod parse;
+pub(crate) mod snapshot;
 
 pub use context::new_context;
 pub use emit::{BYTECODE_VERSION, EmitError, PRODUCER, write_bytecode, write_bytecode_with};

@@ -141,10 +141,11 @@ unsafe fn canonicalize_body(
 unsafe fn digest_body(op: MlirOperation, options: *const MckPassOptions) -> MlirLogicalResult {
     // SAFETY: the caller's contract.
     let options = unsafe { options_from(options) };
-    // SAFETY: as above; the clone is ours and dropped at the end.
+    // SAFETY: as above; canonicalized in place and put back before the digest is attached.
     let digest = unsafe {
-        let module = melior::ir::Module::from_raw(mlir_sys::mlirModuleFromOperation(op));
-        let digest = canon::CanonicalModule::of(&module, &options).and_then(|c| Ok(c.digest()?));
+        let mut module = melior::ir::Module::from_raw(mlir_sys::mlirModuleFromOperation(op));
+        let digest =
+            canon::CanonicalModule::of(&mut module, &options).and_then(|c| Ok(c.digest()?));
         // The module belongs to mlir-opt: do not let the wrapper destroy it.
         std::mem::forget(module);
         digest

@@ -12,8 +12,8 @@ use mlir_cache_key::mlir::{new_context, parse_module};
 
 fn canonical(source: &[u8]) -> (String, Vec<KernelAction>) {
     let context = new_context();
-    let module = parse_module(&context, source, "test").expect("parse");
-    let canonical = CanonicalModule::of(&module, &Options::default()).expect("canonicalize");
+    let mut module = parse_module(&context, source, "test").expect("parse");
+    let canonical = CanonicalModule::of(&mut module, &Options::default()).expect("canonicalize");
     let actions = canonical
         .report()
         .kernels

@@ -10,9 +10,10 @@ use sha2::{Digest, Sha256};
 fn digest_of(relative: &str, options: &Options) -> String {
     let context = new_context();
     let path = corpus(relative);
-    let module = parse_module(&context, &read(&path), &path.display().to_string()).expect("parse");
+    let mut module =
+        parse_module(&context, &read(&path), &path.display().to_string()).expect("parse");
     hex::encode(Sha256::digest(
-        canonicalize(&module, options).expect("canonicalize"),
+        canonicalize(&mut module, options).expect("canonicalize"),
     ))
 }
 
@@ -82,23 +83,23 @@ fn custom_partitioning_pointer_is_neutralised_only_on_request() {
 fn canonicalize_does_not_mutate_the_callers_module() {
     let context = new_context();
     let path = corpus("tpu/tpu_pallas_add.a.generic.mlir");
-    let module = parse_module(&context, &read(&path), "tpu").expect("parse");
+    let mut module = parse_module(&context, &read(&path), "tpu").expect("parse");
     let before = module.as_operation().to_string();
     let options = Options {
         ignore_custom_partitioning: true,
         ..Options::default()
     };
-    let first = canonicalize(&module, &options).expect("canonicalize");
+    let first = canonicalize(&mut module, &options).expect("canonicalize");
     assert_eq!(module.as_operation().to_string(), before);
-    assert_eq!(canonicalize(&module, &options).expect("again"), first);
+    assert_eq!(canonicalize(&mut module, &options).expect("again"), first);
 }
 
 #[test]
 fn mosaic_default_mode_drops_debug_locations_and_minifies_in_key_order() {
     let context = new_context();
     let path = corpus("tpu/tpu_pallas_add.a.generic.mlir");
-    let module = parse_module(&context, &read(&path), "tpu").expect("parse");
-    let canonical = CanonicalModule::of(&module, &Options::default()).expect("canonicalize");
+    let mut module = parse_module(&context, &read(&path), "tpu").expect("parse");
+    let canonical = CanonicalModule::of(&mut module, &Options::default()).expect("canonicalize");
     let report = canonical.report();
     assert_eq!(report.kernels.len(), 1);
     assert_eq!(
@@ -145,11 +146,11 @@ fn kernels_keep_mode_leaves_kernels_alone() {
 fn twenty_runs_give_the_same_bytes() {
     let context = new_context();
     let path = corpus("tpu/tpu_pallas_add.a.generic.mlir");
-    let module = parse_module(&context, &read(&path), "tpu").expect("parse");
-    let first = canonicalize(&module, &Options::default()).expect("canonicalize");
+    let mut module = parse_module(&context, &read(&path), "tpu").expect("parse");
+    let first = canonicalize(&mut module, &Options::default()).expect("canonicalize");
     for _ in 0..20 {
         assert_eq!(
-            canonicalize(&module, &Options::default()).expect("canonicalize"),
+            canonicalize(&mut module, &Options::default()).expect("canonicalize"),
             first
         );
     }
@@ -159,8 +160,8 @@ fn twenty_runs_give_the_same_bytes() {
 fn text_and_bytecode_inputs_give_the_same_bytes() {
     let context = new_context();
     let path = corpus("cpu/scan_loop.a.generic.mlir");
-    let module = parse_module(&context, &read(&path), "text").expect("parse");
-    let from_text = canonicalize(&module, &Options::default()).expect("canonicalize");
+    let mut module = parse_module(&context, &read(&path), "text").expect("parse");
+    let from_text = canonicalize(&mut module, &Options::default()).expect("canonicalize");
     // Bytecode with locations, as a tool would write it.
     let with_locations = {
         let mut bytes = Vec::new();
@@ -173,15 +174,15 @@ fn text_and_bytecode_inputs_give_the_same_bytes() {
         .expect("write");
         bytes
     };
-    let reparsed = parse_module(&context, &with_locations, "bytecode").expect("parse bytecode");
+    let mut reparsed = parse_module(&context, &with_locations, "bytecode").expect("parse bytecode");
     assert_eq!(
-        canonicalize(&reparsed, &Options::default()).expect("canonicalize"),
+        canonicalize(&mut reparsed, &Options::default()).expect("canonicalize"),
         from_text
     );
     // Canonical bytes are a fixed point.
-    let again = parse_module(&context, &from_text, "canonical").expect("parse canonical");
+    let mut again = parse_module(&context, &from_text, "canonical").expect("parse canonical");
     assert_eq!(
-        canonicalize(&again, &Options::default()).expect("canonicalize"),
+        canonicalize(&mut again, &Options::default()).expect("canonicalize"),
         from_text
     );
 }
@@ -200,9 +201,9 @@ fn threads_give_the_same_bytes() {
 #[test]
 fn canonical_bytes_carry_the_pinned_version_and_fixed_producer() {
     let context = new_context();
-    let module =
+    let mut module =
         parse_module(&context, &read(&corpus("cpu/mlp.a.generic.mlir")), "mlp").expect("parse");
-    let bytes = canonicalize(&module, &Options::default()).expect("canonicalize");
+    let bytes = canonicalize(&mut module, &Options::default()).expect("canonicalize");
     let mut header = b"ML\xefR".to_vec();
     header.push(0x0d); // varint 6
     header.extend_from_slice(mlir_cache_key::mlir::PRODUCER.as_bytes());

@@ -19,15 +19,15 @@ const CANONICAL: Options = Options {
 /// Canonical text and report of `source` under `options`.
 fn canonical(source: &[u8], options: &Options) -> (String, Option<Renaming>) {
     let context = new_context();
-    let module = parse_module(&context, source, "test").expect("parse");
-    let canonical = CanonicalModule::of(&module, options).expect("canonicalize");
+    let mut module = parse_module(&context, source, "test").expect("parse");
+    let canonical = CanonicalModule::of(&mut module, options).expect("canonicalize");
     (canonical.text(), canonical.report().private_symbols)
 }
 
 fn bytes(source: &[u8], options: &Options) -> Vec<u8> {
     let context = new_context();
-    let module = parse_module(&context, source, "test").expect("parse");
-    CanonicalModule::of(&module, options)
+    let mut module = parse_module(&context, source, "test").expect("parse");
+    CanonicalModule::of(&mut module, options)
         .expect("canonicalize")
         .to_bytes()
         .expect("bytes")

@@ -285,8 +285,8 @@ fn every_named_code_edit_is_stripped_and_differs() {
 
 fn canonical(source: &[u8]) -> (String, Vec<KernelAction>, String) {
     let context = new_context();
-    let module = parse_module(&context, source, "test").expect("parse");
-    let canonical = CanonicalModule::of(&module, &Options::default()).expect("canonicalize");
+    let mut module = parse_module(&context, source, "test").expect("parse");
+    let canonical = CanonicalModule::of(&mut module, &Options::default()).expect("canonicalize");
     let actions = canonical
         .report()
         .kernels

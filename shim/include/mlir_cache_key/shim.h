@@ -50,6 +50,18 @@ MlirLogicalResult mckStripDebugInfo(MlirOperation op);
  * -2 when an operation rejected its rewritten properties. */
 int64_t mckCanonicalizePrivateSymbols(MlirOperation op);
 
+/* What canonicalization in place changes in the module `root`: every
+ * operation's and block argument's location, and all attributes (inherent and
+ * discardable) of the `count` operations in `rewritten`. */
+typedef struct MckSnapshot MckSnapshot;
+MckSnapshot *mckSnapshotTake(MlirOperation root, const MlirOperation *rewritten,
+                             size_t count);
+
+/* Puts back what `snapshot` saved and frees it. Returns false when an
+ * operation's attributes do not read back exactly as saved. No operation of
+ * the snapshot may have been erased since it was taken. */
+bool mckSnapshotRestore(MckSnapshot *snapshot);
+
 /* Options of the cache-key passes, as parsed by mlir-opt. */
 typedef struct MckPassOptions {
   bool keepLocations;
