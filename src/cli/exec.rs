@@ -13,6 +13,7 @@ use crate::exec::compiler_check::CompilerCheck;
 use crate::exec::{AtAddress, ExecError, ExecRequest, Finished};
 use crate::key::{Computation, KeyRecord};
 use crate::store::{CacheKey, Tiered};
+use sha2::{Digest, Sha256};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -119,17 +120,36 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             None => None,
         })
     };
-    // Read once: the manifest key and the canonical key must come from the same bytes.
-    let (input_name, raw) = input::read_raw(&args.input)?;
+    // A direct hit needs only the input's digest, streamed; stdin can be read only once.
+    let mut read = match args.input.as_os_str() == "-" {
+        true => Some(input::read_raw(&args.input)?),
+        false => None,
+    };
+    if !args.no_direct {
+        let digest = match &read {
+            Some((_, raw)) => Sha256::digest(raw).into(),
+            None => input::digest_file(&args.input)?,
+        };
+        let manifest = direct_manifest(&args, &request, &digest, &digest_cache)?;
+        if let Some(finished) = crate::exec::run_direct(&store, &request, &manifest, at)? {
+            return Ok(finished_code(finished));
+        }
+    }
+    let (input_name, raw) = match read.take() {
+        Some(read) => read,
+        None => input::read_raw(&args.input)?,
+    };
+    // From the bytes read now, which the canonical key comes from: a file that changed since it
+    // was hashed above must not leave a manifest naming its old bytes.
     let manifest = match args.no_direct {
         true => None,
-        false => Some(direct_manifest(&args, &request, &raw, &digest_cache)?),
+        false => Some(direct_manifest(
+            &args,
+            &request,
+            &Sha256::digest(&raw).into(),
+            &digest_cache,
+        )?),
     };
-    if let Some(manifest) = &manifest
-        && let Some(finished) = crate::exec::run_direct(&store, &request, manifest, at)?
-    {
-        return Ok(finished_code(finished));
-    }
     // The key without the canonical text; a miss renders it (to explain and keep it).
     let (record, finished) = with_computation_of(
         input::decode(input_name, raw)?,
@@ -165,18 +185,18 @@ fn finished_code(finished: Finished) -> ExitCode {
     }
 }
 
-/// The direct-mode manifest key of this exec, for the input's raw bytes.
+/// The direct-mode manifest key of this exec, for the SHA-256 of the input's raw bytes.
 fn direct_manifest(
     args: &Args,
     request: &ExecRequest,
-    raw: &[u8],
+    raw_sha256: &[u8; 32],
     digest_cache: &Path,
 ) -> Result<CacheKey, CliError> {
     // The canonicalizer's version and options: what else maps raw bytes to a canonical key.
     let canon = format!("{} {:?}", env!("CARGO_PKG_VERSION"), args.canon);
     Ok(crate::exec::direct_key(
         request,
-        raw,
+        raw_sha256,
         &canon,
         args.module_name.as_deref(),
         Some(digest_cache),

@@ -50,6 +50,40 @@ pub fn read_raw(path: &Path) -> Result<(String, Vec<u8>), CliError> {
     })
 }
 
+/// SHA-256 of a file's bytes as stored, streamed through a bounded buffer (direct mode
+/// hashes the input before it knows whether it needs the bytes), up to the cap.
+pub fn digest_file(path: &Path) -> Result<[u8; 32], CliError> {
+    use sha2::Digest;
+    let name = path.display().to_string();
+    let cannot = |e: std::io::Error| CliError::no_input(anyhow!("cannot read {name}: {e}"));
+    let mut file = std::fs::File::open(path).map_err(cannot)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        let n = match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(CliError::input(anyhow!("cannot read {name}: {e}"))),
+        };
+        total += n as u64;
+        if total > max_size() {
+            return Err(too_large(&name, ""));
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(hasher.finalize().into())
+}
+
+fn too_large(name: &str, how: &str) -> CliError {
+    CliError::input(anyhow!(
+        "{name} is larger{how} than the input size limit of {} bytes; \
+         raise it with --max-input-size",
+        max_size()
+    ))
+}
+
 /// Raw input bytes as an [`Input`], gzip decompressed (up to the cap).
 pub fn decode(name: String, raw: Vec<u8>) -> Result<Input, CliError> {
     let bytes = if raw.starts_with(GZIP_MAGIC) {
@@ -81,10 +115,7 @@ fn read_capped(reader: impl Read, name: &str, how: &str) -> Result<Vec<u8>, CliE
         .read_to_end(&mut bytes)
         .map_err(|e| CliError::input(anyhow!("cannot read {name}{how}: {e}")))?;
     if bytes.len() as u64 > cap {
-        return Err(CliError::input(anyhow!(
-            "{name} is larger{how} than the input size limit of {cap} bytes; \
-             raise it with --max-input-size"
-        )));
+        return Err(too_large(name, how));
     }
     Ok(bytes)
 }
