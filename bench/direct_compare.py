@@ -52,7 +52,8 @@ rows = [
     ("canonical hit (--no-direct), 2000-block", timed(exec_cmd(large, "--no-direct"))),
     ("cp of the artefact", timed(["cp", artefact, out])),
     ("cp + sync of the copy", timed(["sh", "-c", f"cp {artefact} {out} && sync {out}"])),
-    ("process start (`mlir-cache-key --version`)", timed([tool, "--version"])),
+    ("a process start (`true`)", timed(["true"])),
+    ("the MLIR binary's start (`mlir-cache-key --version`)", timed([tool, "--version"])),
 ]
 base = rows[0][1][0]
 print(f"| {mib} MiB artefact, best / median of {runs} | best | median | direct 2000-block hit ÷ this (best) |")
@@ -60,9 +61,11 @@ print("|---|---|---|---|")
 for name, (best, median) in rows:
     print(f"| {name} | {best:.1f} ms | {median:.1f} ms | {base / best:.2f}x |")
 best = {name: b for name, (b, _) in rows}
-floor = best["cp of the artefact"] + best["process start (`mlir-cache-key --version`)"]
+start = best["a process start (`true`)"]
 print()
 for name, (hit, _) in rows[:3]:
-    print(f"- {name} ÷ (cp of the artefact + process start), best: {hit:.1f} / {floor:.1f} ms = "
-          f"{hit / floor:.2f}x; ÷ the smallest module's direct hit: {hit / rows[1][1][0]:.2f}x")
+    floor, synced = best["cp of the artefact"] + start, best["cp + sync of the copy"] + start
+    print(f"- {name}, best {hit:.1f} ms: ÷ (cp + a process start) {hit / floor:.2f}x, "
+          f"÷ (cp + sync + a process start) {hit / synced:.2f}x, "
+          f"÷ the smallest module's direct hit {hit / rows[1][1][0]:.2f}x")
 subprocess.run(["rm", "-rf", work], check=True)

@@ -9,5 +9,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-21}
 mib=${2:-16}
-cargo build --release --locked --bin mlir-cache-key >/dev/null 2>&1 || cargo build --release --bin mlir-cache-key >/dev/null
+cargo build --release --locked --bins >/dev/null 2>&1 || cargo build --release --locked --bins >/dev/null
 exec python3 bench/direct_compare.py "$runs" "$mib" "${CARGO_TARGET_DIR:-target}/release/mlir-cache-key"

@@ -22,7 +22,7 @@ golden=tests/data/golden/canonical-digests.txt
 if [ $# -ge 1 ]; then
   cli=$1
 else
-  cargo build --locked --bin mlir-cache-key >&2
+  cargo build --locked --bins >&2
   cli=target/debug/mlir-cache-key
 fi
 

@@ -2,7 +2,6 @@
 //! library. Errors print once, prefixed with the program name; exit codes are
 //! documented in README.md and [`error::Failure`].
 
-mod address_args;
 mod addresses;
 mod cache;
 mod cache_args;
@@ -10,24 +9,23 @@ mod cache_text;
 mod canon;
 mod compilers;
 mod config;
-mod error;
 mod exec;
 mod help;
-mod input;
 mod kernels;
 mod key;
 mod key_args;
 mod limits;
-mod logging;
 mod module;
 mod output;
 mod progress;
 mod run_status;
 mod runs;
-mod settings;
 mod stored;
 mod why;
 mod wrap;
+
+// The MLIR-free half of the command line (mck-cli), shared with the front binary.
+use mck_cli::{error, input, logging, settings};
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -108,7 +106,7 @@ pub fn main() -> ExitCode {
         .unwrap_or_default()
         .to_string();
     if compilers::known(&invoked_as).is_some() {
-        logging::init(flags_level(None));
+        logging::init(logging::flags_level(None));
         return wrap::masquerade(&invoked_as);
     }
     let cli = match Cli::try_parse() {
@@ -131,20 +129,11 @@ pub fn main() -> ExitCode {
         Command::Config(m) => Some(&m.cache),
         _ => None,
     };
-    logging::init(cli.log_level.or_else(|| flags_level(cache)));
+    logging::init(cli.log_level.or_else(|| logging::flags_level(cache)));
     match run(cli) {
         Ok(code) => code,
         Err(e) => e.report(),
     }
-}
-
-/// The log level of MLIR_CACHE_KEY_FLAGS or the configuration file, when set there (bad
-/// settings are reported when the cache is opened).
-fn flags_level(cache: Option<&settings::CacheOptions>) -> Option<logging::Level> {
-    let default = settings::CacheOptions::default();
-    let resolved = cache.unwrap_or(&default).resolved().ok()?;
-    (resolved.sources.get("log_level") != Some(&crate::store::Source::Default))
-        .then(|| logging::Level::from(resolved.settings.log_level))
 }
 
 fn run(cli: Cli) -> Result<ExitCode, error::CliError> {

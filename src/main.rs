@@ -1,7 +1,8 @@
-//! The `mlir-cache-key` command: a thin layer over the library.
+//! `mlir-cache-key`, the command users run: the front binary (mck-cli, no MLIR). It serves
+//! direct-mode exec hits itself and hands everything else to `mlir-cache-key-mlir`.
 
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    mlir_cache_key::cli::main()
+    mck_cli::front::main()
 }

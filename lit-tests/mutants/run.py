@@ -156,7 +156,7 @@ def snapshot(build, work):
     during the run cannot change the tools under test half-way."""
     snap = os.path.join(work, "snapshot")
     os.makedirs(snap)
-    for name in ("mlir-cache-key", "libmlir_cache_key.so"):
+    for name in ("mlir-cache-key", "mlir-cache-key-mlir", "libmlir_cache_key.so"):
         src, dst = os.path.join(build, name), os.path.join(snap, name)
         try:
             os.link(src, dst)

@@ -2,47 +2,28 @@
 
 use super::error::CliError;
 use super::limits::InputLimits;
-use super::module::{InputFormat, canonical_hlo};
+use super::module::canonical_hlo;
 use super::{input, output};
 use crate::canon::{CanonicalModule, KernelMode, Options, timings};
 use crate::mlir::{new_context, parse_module};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Options shared by every command that canonicalizes a module.
-#[derive(Debug, Clone, clap::Args)]
-pub struct CanonFlags {
-    /// What MODULE is: an XLA HloModuleProto, MLIR, or told from its content.
-    #[arg(long, value_enum, default_value = "auto", value_name = "FORMAT")]
-    pub input_format: InputFormat,
-    /// Keep debug locations (skip strip-debuginfo and kernel stripping), like
-    /// JAX's jax_compilation_cache_include_metadata_in_key; for HLO, keep the
-    /// OpMetadata source locations and the stack-frame index.
-    #[arg(long)]
-    pub keep_locations: bool,
-    /// Replace the process address of CustomSPMDPartitioning custom calls by
-    /// "REMOVED", so runs share keys (MLIR only).
-    #[arg(long)]
-    pub ignore_custom_partitioning: bool,
-    /// What to do with kernels embedded in custom calls (MLIR only: HLO
-    /// custom calls are kept as they are).
-    #[arg(long, value_enum, default_value = "strip")]
-    pub kernels: KernelArg,
-    /// Rename private func.func symbols in order of first reference from the
-    /// public ones (private_0, private_1, ...), so traces whose private
-    /// functions got other numeric suffixes share a key. Not JAX-compatible.
-    #[arg(long)]
-    pub canonical_symbols: bool,
+pub use mck_cli::flags::{CanonFlags, KernelArg};
+
+impl From<crate::canon::CanonError> for CliError {
+    fn from(e: crate::canon::CanonError) -> Self {
+        CliError::input(e)
+    }
 }
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum KernelArg {
-    Strip,
-    Keep,
+/// The canonicalizer's options the flags ask for.
+pub trait CanonOptions {
+    fn options(&self) -> Options;
 }
 
-impl CanonFlags {
-    pub fn options(&self) -> Options {
+impl CanonOptions for CanonFlags {
+    fn options(&self) -> Options {
         Options {
             keep_locations: self.keep_locations,
             ignore_custom_partitioning: self.ignore_custom_partitioning,
@@ -88,7 +69,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    args.limits.apply()?;
+    super::limits::apply(&args.limits)?;
     let input = input::read(&args.input)?;
     if args.canon.input_format.is_hlo(&input.bytes) {
         return run_hlo(&args, &input);

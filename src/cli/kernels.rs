@@ -1,6 +1,6 @@
 //! `mlir-cache-key kernels`: every embedded kernel, and how it is stripped.
 
-use super::canon::CanonFlags;
+use super::canon::{CanonFlags, CanonOptions as _};
 use super::error::CliError;
 use super::limits::InputLimits;
 use super::module::canonical_hlo;
@@ -26,7 +26,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    args.limits.apply()?;
+    super::limits::apply(&args.limits)?;
     let input = input::read(&args.input)?;
     if args.canon.input_format.is_hlo(&input.bytes) {
         // Checks that it is one; HLO custom calls are keyed as they are.

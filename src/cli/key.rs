@@ -46,7 +46,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    args.limits.apply()?;
+    super::limits::apply(&args.limits)?;
     // A big module (thousands of blocks) takes seconds: a spinner after one, on a terminal.
     let progress = super::progress::Progress::spinner("keying", args.json);
     let record = record_for(

@@ -5,41 +5,25 @@
 use super::error::CliError;
 use crate::canon::{CanonicalModule, Options};
 use crate::mlir::{Isolation, isolate_bytecode_reads, read_bytecode_child};
-use crate::store::{parse_seconds, parse_size};
 use anyhow::Context as _;
-use std::time::Duration;
 
-/// Options of the commands that read modules (`canon`, `kernels`, `key`,
-/// `why`, `exec`).
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct InputLimits {
-    /// Largest input accepted, after gzip decompression, e.g. 8Gi
-    /// [default: 4Gi].
-    #[arg(long, value_name = "BYTES", value_parser = parse_size)]
-    pub max_input_size: Option<u64>,
-    /// Bound on MLIR reading one bytecode module or kernel, in a child
-    /// process [default: 30 s plus 1 s per MiB].
-    #[arg(long, value_name = "SECONDS", value_parser = |s: &str| parse_seconds(s, false))]
-    pub parse_timeout: Option<Duration>,
-}
+pub use mck_cli::flags::InputLimits;
 
 /// The hidden command the child process runs.
 pub const READ_BYTECODE_COMMAND: &str = "read-bytecode-isolated";
 
-impl InputLimits {
-    /// Applies the limits to the rest of this process.
-    pub fn apply(&self) -> Result<(), CliError> {
-        super::input::set_max_size(self.max_input_size);
-        let program = std::env::current_exe()
-            .context("cannot find this program to read bytecode in a child process")
-            .map_err(CliError::other)?;
-        isolate_bytecode_reads(Isolation {
-            program,
-            args: vec![READ_BYTECODE_COMMAND.to_string(), "--".to_string()],
-            timeout: self.parse_timeout,
-        });
-        Ok(())
-    }
+/// Applies the limits to the rest of this process.
+pub fn apply(limits: &InputLimits) -> Result<(), CliError> {
+    super::input::set_max_size(limits.max_input_size);
+    let program = std::env::current_exe()
+        .context("cannot find this program to read bytecode in a child process")
+        .map_err(CliError::other)?;
+    isolate_bytecode_reads(Isolation {
+        program,
+        args: vec![READ_BYTECODE_COMMAND.to_string(), "--".to_string()],
+        timeout: limits.parse_timeout,
+    });
+    Ok(())
 }
 
 /// The hidden command: MLIR reads bytecode from stdin, then the module goes

@@ -1,7 +1,7 @@
 //! What a MODULE argument is (MLIR or an XLA HloModuleProto, from its content or
 //! `--input-format`), and its canonical form as the key's computation entry.
 
-use super::canon::CanonFlags;
+use super::canon::{CanonFlags, CanonOptions as _};
 use super::error::CliError;
 use super::input::{self, Input};
 use crate::canon::{CanonicalModule, module_name};
@@ -10,34 +10,7 @@ use crate::mlir::{new_context, parse_module};
 use anyhow::anyhow;
 use std::path::Path;
 
-/// The input's format.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum InputFormat {
-    /// An HloModuleProto when the bytes parse as one or are binary but not
-    /// MLIR bytecode; else MLIR.
-    #[default]
-    Auto,
-    /// A serialized xla.HloModuleProto.
-    Hlo,
-    /// MLIR text or bytecode.
-    Mlir,
-}
-
-impl InputFormat {
-    /// Whether `bytes` are to be read as an HloModuleProto.
-    pub fn is_hlo(self, bytes: &[u8]) -> bool {
-        match self {
-            InputFormat::Auto => crate::hlo::sniff(bytes) || binary_not_mlir(bytes),
-            InputFormat::Hlo => true,
-            InputFormat::Mlir => false,
-        }
-    }
-}
-
-/// Binary (not UTF-8) and not MLIR bytecode: a damaged proto gets the HLO error, not MLIR's.
-fn binary_not_mlir(bytes: &[u8]) -> bool {
-    !bytes.starts_with(b"ML\xefR") && std::str::from_utf8(bytes).is_err()
-}
+pub use mck_cli::flags::InputFormat;
 
 /// The canonical HloModuleProto of an input read as one.
 pub fn canonical_hlo(input: &Input, canon: &CanonFlags) -> Result<crate::hlo::Canonical, CliError> {

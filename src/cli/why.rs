@@ -40,7 +40,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    args.limits.apply()?;
+    super::limits::apply(&args.limits)?;
     let a = side(&args.a, &args)?;
     let b = side(&args.b, &args)?;
     let explanation = explain(&a, &b);

@@ -7,12 +7,12 @@
 use super::canon::{CanonFlags, KernelArg};
 use super::compilers;
 use super::error::{CliError, Failure};
-use super::exec::exit_code;
 use super::module::{InputFormat, with_computation};
 use super::settings::CacheOptions;
 use crate::exec::{ExecRequest, Finished};
 use crate::store::Tiered;
 use anyhow::anyhow;
+use mck_cli::exec::exit_code;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
@@ -65,7 +65,7 @@ fn wrap(
 ) -> Result<ExitCode, CliError> {
     // The input is untrusted like any module: the default size cap, and MLIR reads bytecode in
     // a child process.
-    super::limits::InputLimits::default().apply()?;
+    super::limits::apply(&super::limits::InputLimits::default())?;
     let (program, args) = command
         .split_first()
         .ok_or_else(|| CliError::usage(anyhow!("no compiler command given")))?;
@@ -144,8 +144,13 @@ fn uncached(command: &[OsString], name: &str, why: &str) -> Result<ExitCode, Cli
 /// The compiler to run: a path as given, or the first executable of that name on PATH that is
 /// not this binary (so a symlink named after the compiler finds the real one).
 fn resolve(program: &OsStr) -> Result<PathBuf, CliError> {
-    let me = std::env::current_exe().and_then(std::fs::canonicalize).ok();
-    let is_me = |p: &Path| me.is_some() && std::fs::canonicalize(p).ok() == me;
+    // This binary, and the front binary beside it that hands over to this one.
+    let me: Vec<PathBuf> = std::env::current_exe()
+        .into_iter()
+        .flat_map(|exe| [exe.with_file_name(mck_cli::front::FRONT_BINARY), exe])
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    let is_me = |p: &Path| std::fs::canonicalize(p).is_ok_and(|p| me.contains(&p));
     let shown = program.to_string_lossy();
     let path = Path::new(program);
     if path.components().count() > 1 {

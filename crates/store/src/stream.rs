@@ -5,6 +5,7 @@
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::sync::mpsc;
 
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
@@ -22,6 +23,59 @@ use super::read::read_metadata_from;
 
 /// Buffer of a streamed copy: what a hit holds of the artefact at once.
 const CHUNK: usize = 1 << 20;
+
+/// Buffers in flight between the copy and the hashing thread.
+const CHUNKS_IN_FLIGHT: usize = 3;
+
+/// Which side of a copy failed.
+enum Copy {
+    Read(std::io::Error),
+    Write(std::io::Error),
+}
+
+/// Copies `from` to `to` through `CHUNK`-sized buffers and returns the size and SHA-256 of what
+/// was copied. The hash runs on a second thread while the copy goes on: SHA-256 of a large
+/// artefact costs about as much as reading and writing it.
+fn copy_hashed(mut from: impl Read, mut to: impl Write) -> Result<(u64, [u8; 32]), Copy> {
+    let (full, to_hash) = mpsc::sync_channel::<Vec<u8>>(CHUNKS_IN_FLIGHT);
+    let (hashed, empty) = mpsc::channel::<Vec<u8>>();
+    for _ in 0..CHUNKS_IN_FLIGHT {
+        let _ = hashed.send(vec![0u8; CHUNK]);
+    }
+    std::thread::scope(|scope| {
+        let hasher = scope.spawn(move || {
+            let mut hasher = Sha256::new();
+            for chunk in to_hash {
+                hasher.update(&chunk);
+                let _ = hashed.send(chunk);
+            }
+            <[u8; 32]>::from(hasher.finalize())
+        });
+        let mut size = 0u64;
+        let copied = loop {
+            let mut buf = empty.recv().unwrap_or_default();
+            buf.resize(CHUNK, 0);
+            let n = match from.read(&mut buf) {
+                Ok(0) => break Ok(()),
+                Ok(n) => n,
+                Err(e) => break Err(Copy::Read(e)),
+            };
+            buf.truncate(n);
+            if let Err(e) = to.write_all(&buf) {
+                break Err(Copy::Write(e));
+            }
+            size += n as u64;
+            if full.send(buf).is_err() {
+                break Ok(());
+            }
+        };
+        drop(full);
+        let sha256 = hasher
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        copied.map(|()| (size, sha256))
+    })
+}
 
 /// The answer to a streamed lookup.
 #[derive(Clone, Debug, PartialEq)]
@@ -107,22 +161,14 @@ impl Store {
             .permissions(std::fs::Permissions::from_mode(file_mode))
             .tempfile_in(dir)
             .map_err(|e| StoreError::io("create a temporary file in", dir, e))?;
-        let mut hasher = Sha256::new();
-        let mut buf = vec![0u8; CHUNK];
-        let mut size = 0u64;
-        loop {
-            let n = file
-                .read(&mut buf)
-                .map_err(|e| StoreError::io("read", &path, e))?;
-            if n == 0 {
-                break;
+        let (size, sha256) = match copy_hashed(&mut file, tmp.as_file_mut()) {
+            Ok(copied) => copied,
+            Err(Copy::Read(e)) => return Err(StoreError::io("read", &path, e)),
+            Err(Copy::Write(e)) => {
+                return Err(StoreError::io("write temporary file", tmp.path(), e));
             }
-            hasher.update(&buf[..n]);
-            tmp.write_all(&buf[..n])
-                .map_err(|e| StoreError::io("write temporary file", tmp.path(), e))?;
-            size += n as u64;
-        }
-        if hex::encode(hasher.finalize()) != meta.payload_sha256 {
+        };
+        if hex::encode(sha256) != meta.payload_sha256 {
             drop(tmp);
             return corrupt("the payload checksum does not match".to_owned());
         }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::{T0, clock, days, files_under, key, open_at, payload};
 use mck_store::{
     CacheKey, Clear, EntryState, Failure, ListFilter, Lookup, PutOutcome, Settings, SortBy, Store,
-    StoreError, format,
+    StoreError, Streamed, format,
 };
 use serde_json::json;
 
@@ -152,6 +152,47 @@ fn corrupt_case(damage: impl FnOnce(&mut Vec<u8>)) {
     assert_eq!(store.get(&k).unwrap(), Lookup::Miss);
     store.put(&k, b"fresh", &json!({})).unwrap();
     assert_eq!(hit_bytes(&store, &k).unwrap(), b"fresh");
+}
+
+/// A streamed hit verifies as it copies (the hash runs beside the copy): a byte flipped in
+/// any chunk of a multi-chunk artefact is a miss that writes nothing, and the entry goes to
+/// quarantine; the intact artefact streams out whole.
+#[test]
+fn a_streamed_artefact_is_verified_in_every_chunk() {
+    let artefact = payload(7, (3 << 20) + 123);
+    for flip in [Some(0), Some(1 << 20), Some(artefact.len() - 1), None] {
+        let dir = tempfile::tempdir().unwrap();
+        let c = clock();
+        let store = open_at(dir.path(), &c, |_| {});
+        let k = key("jit_s", "streamed");
+        let PutOutcome::Stored { path, .. } = store.put(&k, &artefact, &json!({})).unwrap() else {
+            panic!()
+        };
+        if let Some(from_end) = flip {
+            let mut bytes = fs::read(&path).unwrap();
+            let at = bytes.len() - 1 - from_end;
+            bytes[at] ^= 0x01;
+            fs::write(&path, &bytes).unwrap();
+        }
+        let dest = dir.path().join("out.bin");
+        let got = store.get_to(&k, &dest, 0o644).unwrap();
+        match flip {
+            Some(at) => {
+                assert_eq!(got, Streamed::Miss, "flip {at} from the end");
+                assert!(!dest.exists(), "flip {at}: a damaged artefact was written");
+                assert_eq!(store.stats().unwrap().quarantined_files, 1);
+            }
+            None => {
+                assert!(
+                    matches!(got, Streamed::Written { size, .. } if size == artefact.len() as u64)
+                );
+                assert!(
+                    fs::read(&dest).unwrap() == artefact,
+                    "the artefact changed on the way"
+                );
+            }
+        }
+    }
 }
 
 #[test]

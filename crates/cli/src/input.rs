@@ -4,7 +4,7 @@
 //! (4 GiB by default), counted after decompression, so a small gzip bomb
 //! cannot exhaust memory.
 
-use super::error::CliError;
+use crate::error::CliError;
 use anyhow::anyhow;
 use std::io::Read;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Cache settings: `MLIR_CACHE_KEY_FLAGS`, then these command-line options.
 
-use super::error::CliError;
-use crate::store::{
+use crate::error::CliError;
+use mck_store::{
     Resolved, Settings, SettingsOverrides, parse_dir_mode, parse_seconds, parse_size,
     parse_ttl_days,
 };

@@ -86,13 +86,13 @@ impl CliError {
     }
 }
 
-impl From<crate::store::StoreError> for CliError {
-    fn from(e: crate::store::StoreError) -> Self {
+impl From<mck_store::StoreError> for CliError {
+    fn from(e: mck_store::StoreError) -> Self {
         Self {
             // A refusal (a sealed run, an immutable record) is the request's fault, not the
             // cache's.
             kind: match e {
-                crate::store::StoreError::Refused(_) | crate::store::StoreError::Settings(_) => {
+                mck_store::StoreError::Refused(_) | mck_store::StoreError::Settings(_) => {
                     Failure::Usage
                 }
                 _ => Failure::Cache,
@@ -102,8 +102,20 @@ impl From<crate::store::StoreError> for CliError {
     }
 }
 
-impl From<crate::canon::CanonError> for CliError {
-    fn from(e: crate::canon::CanonError) -> Self {
-        Self::input(e)
+impl From<mck_exec::ExecError> for CliError {
+    fn from(e: mck_exec::ExecError) -> Self {
+        use mck_exec::ExecError;
+        let kind = match &e {
+            ExecError::Input(_) => Failure::Input,
+            ExecError::Missing(_) => Failure::NoInput,
+            ExecError::Cache(mck_store::StoreError::Refused(_)) => Failure::Usage,
+            ExecError::Cache(_) => Failure::Cache,
+            ExecError::RunConflict(_) => Failure::Conflict,
+            ExecError::Other(_) => Failure::Other,
+        };
+        CliError {
+            kind,
+            error: e.into(),
+        }
     }
 }

@@ -1,0 +1,206 @@
+//! `exec` up to what needs MLIR: its arguments, the cache, the compiler's identity and a
+//! direct-mode hit. The front binary finishes a hit here without loading MLIR; everything else
+//! (the canonical key of a module it has to parse) continues in the MLIR binary, which starts
+//! from [`Exec::open`] too.
+
+use crate::address_args::AddressArgs;
+use crate::error::{CliError, Failure};
+use crate::flags::{CanonFlags, InputLimits};
+use crate::input;
+use crate::settings::CacheOptions;
+use mck_exec::compiler_check::CompilerCheck;
+use mck_exec::{AtAddress, ExecRequest, Finished};
+use mck_key::KeyRecord;
+use mck_store::{CacheKey, Tiered};
+use sha2::{Digest, Sha256};
+use std::cell::OnceCell;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The module the command compiles (MLIR text or bytecode, or an XLA
+    /// HloModuleProto).
+    #[arg(long, value_name = "MODULE")]
+    pub input: PathBuf,
+    /// The file the command writes: stored on success, restored on a hit.
+    #[arg(long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// The key's prefix [default: the module's sym_name, or the
+    /// HloModuleProto's name].
+    #[arg(long, value_name = "NAME")]
+    pub module_name: Option<String>,
+    /// Another environment variable that can change the output (repeatable;
+    /// XLA_FLAGS and LIBTPU_INIT_ARGS always count).
+    #[arg(long = "env", value_name = "NAME")]
+    pub env: Vec<String>,
+    /// Platform the command compiles for.
+    #[arg(long, value_name = "S", default_value = "")]
+    pub platform: String,
+    /// Platform version.
+    #[arg(long, value_name = "S", default_value = "")]
+    pub platform_version: String,
+    /// A user string hashed into the key.
+    #[arg(long, value_name = "S", default_value = "")]
+    pub custom_hook: String,
+    /// Seconds to wait for another process compiling the same key before
+    /// compiling anyway.
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub lock_timeout: u64,
+    /// A glob of compiler arguments that do not change the output, left out of
+    /// the key (repeatable), e.g. '--dump-dir=*' or '-v'. XLA flags JAX leaves
+    /// out of its key (--xla_dump_to…) are left out without it.
+    #[arg(
+        long = "ignore-arg",
+        value_name = "PATTERN",
+        allow_hyphen_values = true
+    )]
+    pub ignore_args: Vec<String>,
+    /// What stands for the compiler in the key: content (its executable, and
+    /// the script an interpreter runs), mtime, none, string:VALUE or
+    /// command:CMD (the output of a shell command).
+    #[arg(long, value_name = "CHECK", default_value = "content")]
+    pub compiler_check: CompilerCheck,
+    /// Do not use direct mode (a manifest from the input's raw bytes to the
+    /// canonical key that serves a hit without parsing the module).
+    #[arg(long)]
+    pub no_direct: bool,
+    #[command(flatten)]
+    pub canon: CanonFlags,
+    #[command(flatten)]
+    pub limits: InputLimits,
+    #[command(flatten)]
+    pub address: AddressArgs,
+    #[command(flatten)]
+    pub cache: CacheOptions,
+    /// The compiler and its arguments; MODULE and FILE appear among them.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+/// An exec with its cache open: what both halves of the command line work from.
+pub struct Exec<'a> {
+    pub args: &'a Args,
+    pub request: ExecRequest,
+    pub store: Tiered,
+    /// Where compiler digests are remembered (the cache's `compilers/`).
+    pub digest_cache: PathBuf,
+    /// One run id for the direct and the canonical path (made once, when first needed).
+    run_id: OnceCell<String>,
+}
+
+/// What [`Exec::open`] found.
+pub enum Opened<'a> {
+    /// Caching is off: the compiler ran, with this status.
+    Uncached(ExitCode),
+    Cache(Box<Exec<'a>>),
+}
+
+impl<'a> Exec<'a> {
+    /// Reads the cache settings and opens the cache; with caching off, runs the compiler.
+    pub fn open(args: &'a Args) -> Result<Opened<'a>, CliError> {
+        let settings = args.cache.settings()?;
+        let request = ExecRequest {
+            command: args.command.clone(),
+            input: args.input.clone(),
+            output: args.output.clone(),
+            env: args.env.clone(),
+            platform: args.platform.clone(),
+            platform_version: args.platform_version.clone(),
+            custom_hook: args.custom_hook.clone(),
+            lock_timeout: Duration::from_secs(args.lock_timeout),
+            ignore_args: args.ignore_args.clone(),
+            compiler_check: args.compiler_check.clone(),
+        };
+        let Some(store) = Tiered::open(&settings)? else {
+            tracing::info!("caching is off (--no_cache): running the compiler");
+            return Ok(Opened::Uncached(exit_code(mck_exec::run_uncached(
+                &request,
+            )?)));
+        };
+        let digest_cache = store.local().layout().compilers_dir();
+        Ok(Opened::Cache(Box::new(Exec {
+            args,
+            request,
+            store,
+            digest_cache,
+            run_id: OnceCell::new(),
+        })))
+    }
+
+    /// Where `record`'s result is to be recorded (`--address`), if anywhere.
+    pub fn at(&self, record: &KeyRecord) -> Result<Option<AtAddress>, CliError> {
+        let address_args = &self.args.address;
+        Ok(match address_args.address(&record.module_name)? {
+            Some(address) => Some(AtAddress {
+                address,
+                run: match self.run_id.get() {
+                    Some(id) => id.clone(),
+                    None => {
+                        let id = address_args.run_id()?;
+                        let _ = self.run_id.set(id.clone());
+                        id
+                    }
+                },
+                overwrite_conflicts: address_args.overwrite_cache_conflicts,
+                cache_args: self.args.cache.as_args(),
+            }),
+            None => None,
+        })
+    }
+
+    /// The direct-mode manifest key for the SHA-256 of the input's raw bytes.
+    pub fn manifest(&self, raw_sha256: &[u8; 32]) -> Result<CacheKey, CliError> {
+        // The canonicalizer's version and options: what else maps raw bytes to a canonical key.
+        let canon = format!("{} {:?}", env!("CARGO_PKG_VERSION"), self.args.canon);
+        Ok(mck_exec::direct_key(
+            &self.request,
+            raw_sha256,
+            &canon,
+            self.args.module_name.as_deref(),
+            Some(&self.digest_cache),
+        )?)
+    }
+
+    /// A direct-mode hit, served (`None`: the module must be canonicalized). The input is
+    /// streamed through SHA-256 (a file) or read whole (stdin, returned in `stdin` for the
+    /// canonical path, since it cannot be read twice).
+    pub fn direct_hit(
+        &self,
+        stdin: &mut Option<(String, Vec<u8>)>,
+    ) -> Result<Option<ExitCode>, CliError> {
+        let digest = if self.args.input.as_os_str() == "-" {
+            let read = input::read_raw(&self.args.input)?;
+            let digest = Sha256::digest(&read.1).into();
+            *stdin = Some(read);
+            digest
+        } else {
+            input::digest_file(&self.args.input)?
+        };
+        let manifest = self.manifest(&digest)?;
+        let at = |record: &KeyRecord| self.at(record);
+        Ok(mck_exec::run_direct(&self.store, &self.request, &manifest, at)?.map(finished_code))
+    }
+}
+
+/// The exit code of a finished exec (a conflict is reported here).
+pub fn finished_code(finished: Finished) -> ExitCode {
+    match finished {
+        Finished::Status { code, .. } => exit_code(code),
+        Finished::Conflict(report) => {
+            eprintln!("mlir-cache-key: error: {report}");
+            ExitCode::from(Failure::Conflict.code())
+        }
+    }
+}
+
+/// A status as a process exit code: 0 stays 0, anything else is clamped to 1–255.
+pub fn exit_code(status: i32) -> ExitCode {
+    if status == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(status.clamp(1, 255) as u8)
+    }
+}

@@ -1,0 +1,133 @@
+//! The `mlir-cache-key` binary users run. It serves a direct-mode `exec` hit itself, without
+//! MLIR: linking libMLIR/libLLVM costs every process ~20 ms of symbol resolution and ~85 MB
+//! of resident memory before it does anything. Everything else — other commands, stdin input,
+//! `--no-direct`, a direct miss — it hands to the MLIR binary installed beside it, which
+//! replaces this process with the same arguments (and `argv[0]`, so a symlink named after a
+//! compiler still wraps that compiler).
+
+use crate::error::{CliError, Failure};
+use crate::exec::{Args, Exec, Opened};
+use crate::{input, logging};
+use clap::Parser;
+use std::os::unix::process::CommandExt as _;
+use std::process::{Command, ExitCode};
+use std::sync::OnceLock;
+
+/// The front binary's file name.
+pub const FRONT_BINARY: &str = "mlir-cache-key";
+/// The binary that links MLIR and runs every command, installed beside the front one.
+pub const MLIR_BINARY: &str = "mlir-cache-key-mlir";
+/// Set by the front binary when it handed over after a direct miss: the MLIR binary does not
+/// look the manifest up again (nor count a second remote miss).
+const DIRECT_MISSED: &str = "MLIR_CACHE_KEY_DIRECT_MISSED";
+
+/// What the front binary recognizes: `exec`, with the global option it shares.
+#[derive(Parser)]
+#[command(
+    name = "mlir-cache-key",
+    disable_help_flag = true,
+    disable_version_flag = true
+)]
+struct Front {
+    #[arg(long, global = true, ignore_case = true)]
+    log_level: Option<logging::Level>,
+    #[command(subcommand)]
+    command: FrontCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum FrontCommand {
+    Exec(Args),
+}
+
+enum Outcome {
+    Done(ExitCode),
+    HandOver { missed: bool },
+}
+
+/// The front binary's `main`.
+pub fn main() -> ExitCode {
+    // Anything it does not recognize (help, errors included) is the MLIR binary's to handle.
+    let outcome = match Front::try_parse() {
+        Ok(Front {
+            log_level,
+            command: FrontCommand::Exec(args),
+        }) => serve(log_level, &args),
+        Err(_) => Outcome::HandOver { missed: false },
+    };
+    match outcome {
+        Outcome::Done(code) => code,
+        Outcome::HandOver { missed } => hand_over(missed),
+    }
+}
+
+/// A direct hit (or an exec with caching off), served; else what to hand over.
+fn serve(log_level: Option<logging::Level>, args: &Args) -> Outcome {
+    if args.no_direct || args.input.as_os_str() == "-" {
+        // Stdin can be read only once, by the process that canonicalizes it.
+        return Outcome::HandOver { missed: false };
+    }
+    let log = logging::init_buffered(log_level.or_else(|| logging::flags_level(None)));
+    input::set_max_size(args.limits.max_input_size);
+    let finished = |result: Result<ExitCode, CliError>| {
+        log.print_from(0);
+        Outcome::Done(result.unwrap_or_else(CliError::report))
+    };
+    let exec = match Exec::open(args) {
+        Ok(Opened::Cache(exec)) => exec,
+        Ok(Opened::Uncached(code)) => return finished(Ok(code)),
+        Err(e) => return finished(Err(e)),
+    };
+    let opened = log.position();
+    match exec.direct_hit(&mut None) {
+        Ok(Some(code)) => finished(Ok(code)),
+        Ok(None) => {
+            // What the lookup logged; the MLIR binary logs opening the cache again itself.
+            log.print_from(opened);
+            Outcome::HandOver { missed: true }
+        }
+        Err(e) => finished(Err(e)),
+    }
+}
+
+/// Replaces this process by the MLIR binary, with the same arguments.
+fn hand_over(missed: bool) -> ExitCode {
+    let mut args = std::env::args_os();
+    let argv0 = args.next().unwrap_or_else(|| FRONT_BINARY.into());
+    let binary = match std::env::current_exe() {
+        Ok(exe) => exe.with_file_name(MLIR_BINARY),
+        Err(e) => {
+            eprintln!("mlir-cache-key: error: cannot find this program's directory: {e}");
+            return ExitCode::from(Failure::Other.code());
+        }
+    };
+    let mut command = Command::new(&binary);
+    command.arg0(argv0).args(args);
+    if missed {
+        command.env(DIRECT_MISSED, "1");
+    }
+    let error = command.exec();
+    eprintln!(
+        "mlir-cache-key: error: cannot run {} (installed beside mlir-cache-key): {error}",
+        binary.display()
+    );
+    ExitCode::from(Failure::Other.code())
+}
+
+static MISSED: OnceLock<bool> = OnceLock::new();
+
+/// The MLIR binary's first step: takes the front binary's marker out of the environment, so
+/// the compiler (which may be another mlir-cache-key) does not inherit it.
+pub fn take_hand_over_marker() {
+    let missed = std::env::var_os(DIRECT_MISSED).is_some();
+    if missed {
+        // SAFETY: called first thing in `main`, before this process starts any thread.
+        unsafe { std::env::remove_var(DIRECT_MISSED) };
+    }
+    let _ = MISSED.set(missed);
+}
+
+/// Whether the front binary already missed the direct lookup of this exec.
+pub fn direct_already_missed() -> bool {
+    MISSED.get().copied().unwrap_or(false)
+}

@@ -1,0 +1,9 @@
+//! `mlir-cache-key-mlir`: every command, with MLIR 22 linked in; started by the front binary
+//! `mlir-cache-key` (installed beside it) with the user's arguments.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    mck_cli::front::take_hand_over_marker();
+    mlir_cache_key::cli::main()
+}
