@@ -35,8 +35,9 @@ enum Copy {
 
 /// Copies `from` to `to` through `CHUNK`-sized buffers and returns the size and SHA-256 of what
 /// was copied. The hash runs on a second thread while the copy goes on: SHA-256 of a large
-/// artefact costs about as much as reading and writing it.
-fn copy_hashed(mut from: impl Read, mut to: impl Write) -> Result<(u64, [u8; 32]), Copy> {
+/// artefact costs about as much as reading and writing it. Each chunk written is handed to the
+/// disk at once, so the fsync that follows waits for the last few only.
+fn copy_hashed(mut from: impl Read, mut to: &std::fs::File) -> Result<(u64, [u8; 32]), Copy> {
     let (full, to_hash) = mpsc::sync_channel::<Vec<u8>>(CHUNKS_IN_FLIGHT);
     let (hashed, empty) = mpsc::channel::<Vec<u8>>();
     for _ in 0..CHUNKS_IN_FLIGHT {
@@ -64,6 +65,7 @@ fn copy_hashed(mut from: impl Read, mut to: impl Write) -> Result<(u64, [u8; 32]
             if let Err(e) = to.write_all(&buf) {
                 break Err(Copy::Write(e));
             }
+            start_writeback(to, size, n);
             size += n as u64;
             if full.send(buf).is_err() {
                 break Ok(());
@@ -75,6 +77,21 @@ fn copy_hashed(mut from: impl Read, mut to: impl Write) -> Result<(u64, [u8; 32]
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         copied.map(|()| (size, sha256))
     })
+}
+
+/// Starts writing `len` bytes at `offset` of `file` to disk without waiting (a hint: where
+/// the call is not supported, the fsync later does it all).
+fn start_writeback(file: &std::fs::File, offset: u64, len: usize) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid open descriptor; the call only schedules writeback of that range.
+    unsafe {
+        libc::sync_file_range(
+            file.as_raw_fd(),
+            offset as libc::off64_t,
+            len as libc::off64_t,
+            libc::SYNC_FILE_RANGE_WRITE,
+        );
+    }
 }
 
 /// The answer to a streamed lookup.
@@ -156,12 +173,12 @@ impl Store {
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
         sweep_stale(dir, OUTPUT_TMP_PREFIX, std::time::SystemTime::now());
-        let mut tmp = tempfile::Builder::new()
+        let tmp = tempfile::Builder::new()
             .prefix(OUTPUT_TMP_PREFIX)
             .permissions(std::fs::Permissions::from_mode(file_mode))
             .tempfile_in(dir)
             .map_err(|e| StoreError::io("create a temporary file in", dir, e))?;
-        let (size, sha256) = match copy_hashed(&mut file, tmp.as_file_mut()) {
+        let (size, sha256) = match copy_hashed(&mut file, tmp.as_file()) {
             Ok(copied) => copied,
             Err(Copy::Read(e)) => return Err(StoreError::io("read", &path, e)),
             Err(Copy::Write(e)) => {
