@@ -106,8 +106,8 @@ scripts/lit-mutants.sh target/debug
 # JAX tests — real jax.jit compilations in child processes, the real Redis
 # above — in a venv this script makes (target/py-venv, jax 0.12.0.1 for CPU).
 cargo fmt --manifest-path python/Cargo.toml --check
-cargo clippy --manifest-path python/Cargo.toml --all-targets -- -D warnings
-if cargo tree --manifest-path python/Cargo.toml -e normal --prefix none | grep -E '^(mlir-sys|melior|bindgen|tblgen) '; then
+cargo clippy --locked --manifest-path python/Cargo.toml --all-targets -- -D warnings
+if cargo tree --locked --manifest-path python/Cargo.toml -e normal --prefix none | grep -E '^(mlir-sys|melior|bindgen|tblgen) '; then
   echo "test: the Python extension depends on MLIR (above); it must not (jaxlib brings its own)" >&2
   exit 1
 fi
