@@ -50,7 +50,6 @@ pub fn run_with_text(
     };
     let record = addressed.as_ref().unwrap_or(record);
     let key = CacheKey::from_parts(&record.module_name, Digest::parse(&record.sha256)?)?;
-    let mut ingredients = serde_json::to_value(record).map_err(ExecError::other)?;
     let site = match at {
         Some(at) => match Site::check(store.local(), at, &key, record)? {
             Ok(site) => Some(site),
@@ -67,28 +66,32 @@ pub fn run_with_text(
         Streamed::Failed(f) => Some(Served::CachedFailure(f)),
         Streamed::Miss => None,
     };
-    let served = if let Some(found) = found {
-        found
-    } else {
-        let full = text.map(|source| with_text(record, source));
-        let record = full.as_ref().unwrap_or(record);
-        if full.is_some() {
-            ingredients = serde_json::to_value(record).map_err(ExecError::other)?;
+    // The record as stored and committed: with the canonical text only when a miss renders it.
+    let (served, ingredients) = match found {
+        Some(found) => (found, ingredients_of(record)?),
+        None => {
+            let full = text.map(|source| with_text(record, source));
+            let ingredients = ingredients_of(full.as_ref().unwrap_or(record))?;
+            let compiled = compile(
+                store,
+                request,
+                &key,
+                full.as_ref().unwrap_or(record),
+                &ingredients,
+                &mut compiler_status,
+            )?;
+            (compiled, ingredients)
         }
-        compile(
-            store,
-            request,
-            &key,
-            record,
-            &ingredients,
-            &mut compiler_status,
-        )?
     };
     let code = match &served {
         Served::Fresh(Compiled::Abandoned(_)) => compiler_status,
         served => replay(served, request)?,
     };
     finish(site, &key, &ingredients, code, served)
+}
+
+fn ingredients_of(record: &KeyRecord) -> Result<serde_json::Value, ExecError> {
+    serde_json::to_value(record).map_err(ExecError::other)
 }
 
 /// `record` with the canonical text its source renders (unless too large to keep).

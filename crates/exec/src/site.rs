@@ -159,16 +159,28 @@ impl Site {
     }
 
     fn running_conflict(&self, holder: &RunningEntry, key: &CacheKey) -> ConflictReport {
+        let what_moved = format!(
+            "{holder} right now (started {} ms ago); wait for it, or use another address",
+            now_ms() - holder.started_ms
+        );
+        self.report(&holder.key, &holder.run, key, Some(what_moved))
+    }
+
+    /// A conflict at this site between what `cached_run` recorded and `key`.
+    fn report(
+        &self,
+        cached_key: &str,
+        cached_run: &str,
+        key: &CacheKey,
+        what_moved: Option<String>,
+    ) -> ConflictReport {
         ConflictReport {
             address: self.at.address.to_string(),
             run: self.at.run.clone(),
-            cached_key: holder.key.clone(),
-            cached_run: holder.run.clone(),
+            cached_key: cached_key.to_string(),
+            cached_run: cached_run.to_string(),
             new_key: key.to_string(),
-            what_moved: Some(format!(
-                "{holder} right now (started {} ms ago); wait for it, or use another address",
-                now_ms() - holder.started_ms
-            )),
+            what_moved,
             cache_args: self.at.cache_args.clone(),
         }
     }
@@ -185,15 +197,7 @@ impl Site {
         let what_moved = serde_json::from_value::<KeyRecord>(existing.record.clone())
             .ok()
             .map(|old| mck_key::explain::explain(&old, &self.record).to_string());
-        ConflictReport {
-            address: self.at.address.to_string(),
-            run: self.at.run.clone(),
-            cached_key: existing.key.clone(),
-            cached_run: existing.run.clone(),
-            new_key: key.to_string(),
-            what_moved,
-            cache_args: self.at.cache_args.clone(),
-        }
+        self.report(&existing.key, &existing.run, key, what_moved)
     }
 }
 
