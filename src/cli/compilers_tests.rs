@@ -75,6 +75,14 @@ fn neuronx_cc_compile() {
         ),
         pair("m.pb", "m.neff")
     );
+    // -O takes its level as the next argument or attached; either way it is not the input.
+    for opt in ["-O 1 m.pb", "-O3 m.pb", "m.pb -O 2"] {
+        assert_eq!(
+            ok("neuronx-cc", &format!("compile {opt} --output m.neff")),
+            pair("m.pb", "m.neff"),
+            "{opt}"
+        );
+    }
     assert!(refused("neuronx-cc", "list-operators --framework XLA").contains("`compile`"));
     assert!(refused("neuronx-cc", "compile m.pb --framework XLA").contains("no --output"));
 }
