@@ -2,7 +2,7 @@
 
 For each module: parse it in JAX's MLIR context (not timed), then time, best
 and median of N runs, JAX's computation entry (its own canonicalize +
-serialise + hash: cache_key._hash_computation) and its whole key
+serialize + hash: cache_key._hash_computation) and its whole key
 (cache_key.get on the CPU backend), and the peak extra memory of the
 computation entry. Prints JSON.
 """

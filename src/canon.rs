@@ -205,7 +205,7 @@ fn canonicalize_steps(
         times.kernels = start.elapsed();
     }
     if options.ignore_custom_partitioning {
-        report.custom_partitioning_removed = partitioning::neutralise(custom_calls);
+        report.custom_partitioning_removed = partitioning::neutralize(custom_calls);
     }
     if options.canonical_symbols {
         report.private_symbols = Some(symbols::canonicalize(op)?);

@@ -67,7 +67,7 @@ fn keep_locations_keeps_the_pairs_apart() {
 }
 
 #[test]
-fn custom_partitioning_pointer_is_neutralised_only_on_request() {
+fn custom_partitioning_pointer_is_neutralized_only_on_request() {
     let a = "cpu/custom_partitioning.a.generic.mlir";
     let b = "cpu/custom_partitioning.a_otherpointer.generic.mlir";
     assert_ne!(default_digest(a), default_digest(b));

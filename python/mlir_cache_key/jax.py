@@ -105,7 +105,7 @@ def _compute(module, devices, compile_options, backend, compression,
         libtpu_init_args=os.getenv("LIBTPU_INIT_ARGS"),
         argv=list(sys.argv),
         flag_prefixes=J.flag_prefixes(),
-        # Raw proto: the key library normalises it as JAX does.
+        # Raw proto: the key library normalizes it as JAX does.
         compile_options=None if compile_options is None else compile_options.SerializeAsString(),
         topology_fingerprint=fingerprint,
         device_kinds=[] if fingerprint is not None else [d.device_kind for d in devices.flat],

@@ -56,7 +56,7 @@ fn to_python(py: Python<'_>, value: &impl serde::Serialize) -> PyResult<Py<PyAny
 
 /// The key of JAX's eight entries: `computation` is the canonical module's
 /// bytes; the rest as `mlir-cache-key key --computation-bytes` takes them
-/// (`compile_options` raw, normalised here as JAX does). Returns `key`, JAX's
+/// (`compile_options` raw, normalized here as JAX does). Returns `key`, JAX's
 /// 16 `trace` lines and the JSON `record` (with `computation_text` when given).
 #[pyfunction]
 #[pyo3(signature = (

@@ -73,7 +73,7 @@ struct CanonicalizePass : CacheKeyPassBase<CanonicalizePass> {
   llvm::StringRef getArgument() const final { return "cache-key-canonicalize"; }
   llvm::StringRef getDescription() const final {
     return "Canonicalize a module for compilation-cache keys: strip debug "
-           "info, strip embedded Mosaic/Triton kernels, neutralise unstable "
+           "info, strip embedded Mosaic/Triton kernels, neutralize unstable "
            "pointers";
   }
   void runOnOperation() final { runWith(canonicalizeCallback); }

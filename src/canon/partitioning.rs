@@ -7,7 +7,7 @@ const TARGET: &[u8] = b"CustomSPMDPartitioning";
 const REPLACEMENT: &[u8] = b"REMOVED";
 
 /// Replaces each such `backend_config` by `"REMOVED"`; returns how many.
-pub(super) fn neutralise(custom_calls: &[(usize, OpRef<'_>)]) -> usize {
+pub(super) fn neutralize(custom_calls: &[(usize, OpRef<'_>)]) -> usize {
     let mut removed = 0;
     for &(_, op) in custom_calls {
         let target = op

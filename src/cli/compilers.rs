@@ -21,7 +21,7 @@ pub struct Known {
     /// The name `wrap` reports, and a symlink may have.
     pub name: &'static str,
     matches: fn(&str) -> bool,
-    recognise: fn(&[String]) -> Result<Files, String>,
+    recognize: fn(&[String]) -> Result<Files, String>,
 }
 
 /// The compilers `wrap` knows by name (and a symlink to this binary may be named after).
@@ -34,7 +34,7 @@ pub static KNOWN: [Known; 3] = [
                     .strip_prefix("mlir-opt-")
                     .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
         },
-        recognise: |args| {
+        recognize: |args| {
             llvm_style(
                 args,
                 MLIR_OPT_VALUES,
@@ -45,12 +45,12 @@ pub static KNOWN: [Known; 3] = [
     Known {
         name: "iree-compile",
         matches: |name| name == "iree-compile",
-        recognise: |args| llvm_style(args, IREE_VALUES, &[]),
+        recognize: |args| llvm_style(args, IREE_VALUES, &[]),
     },
     Known {
         name: "neuronx-cc",
         matches: |name| name == "neuronx-cc",
-        recognise: neuronx_cc,
+        recognize: neuronx_cc,
     },
 ];
 
@@ -95,9 +95,9 @@ pub fn known(name: &str) -> Option<&'static Known> {
 
 /// The input and output of `program args…`, from the table or the generic rule; `Err` says why
 /// the shape cannot be read.
-pub fn recognise(program: &str, args: &[String]) -> Result<Files, String> {
+pub fn recognize(program: &str, args: &[String]) -> Result<Files, String> {
     match known(program) {
-        Some(k) => (k.recognise)(args).map_err(|why| format!("{} arguments: {why}", k.name)),
+        Some(k) => (k.recognize)(args).map_err(|why| format!("{} arguments: {why}", k.name)),
         None => generic(args),
     }
 }

@@ -7,12 +7,12 @@ fn args(s: &str) -> Vec<String> {
 }
 
 fn ok(program: &str, line: &str) -> (String, String) {
-    let f = recognise(program, &args(line)).unwrap_or_else(|e| panic!("{line}: {e}"));
+    let f = recognize(program, &args(line)).unwrap_or_else(|e| panic!("{line}: {e}"));
     (f.input, f.output)
 }
 
 fn refused(program: &str, line: &str) -> String {
-    recognise(program, &args(line)).expect_err(line)
+    recognize(program, &args(line)).expect_err(line)
 }
 
 fn pair(a: &str, b: &str) -> (String, String) {

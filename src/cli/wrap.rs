@@ -79,7 +79,7 @@ fn wrap(
         Some(args) => args,
         None => return uncached(&command, &name, "an argument is not valid UTF-8"),
     };
-    let files = match compilers::recognise(&name, &args) {
+    let files = match compilers::recognize(&name, &args) {
         Ok(files) => files,
         Err(why) => return uncached(&command, &name, &why),
     };

@@ -19,7 +19,7 @@ pub struct ParseError {
     pub input: String,
     /// MLIR's diagnostics, rendered as `NAME:LINE:COL: error: ...`.
     pub diagnostics: String,
-    /// What the user can do about it, when we recognise the problem.
+    /// What the user can do about it, when we recognize the problem.
     pub hint: Option<String>,
 }
 
@@ -200,7 +200,7 @@ fn string_ref(bytes: &[u8]) -> MlirStringRef {
     }
 }
 
-/// Recognises a pretty-printed op of a dialect this MLIR does not have.
+/// Recognizes a pretty-printed op of a dialect this MLIR does not have.
 fn hint_for(diagnostics: &str) -> Option<String> {
     let start = diagnostics.find("custom op '")? + "custom op '".len();
     let op = &diagnostics[start..start + diagnostics[start..].find('\'')?];
@@ -238,7 +238,7 @@ impl AlignedBytes {
 
     fn as_slice(&self) -> &[u8] {
         // SAFETY: `blocks` is a contiguous array of 64-byte blocks with no
-        // padding (repr(C), size 64) holding at least `len` initialised bytes.
+        // padding (repr(C), size 64) holding at least `len` initialized bytes.
         unsafe { std::slice::from_raw_parts(self.blocks.as_ptr().cast::<u8>(), self.len) }
     }
 }

@@ -22,7 +22,7 @@ pub fn read(path: &Path) -> Vec<u8> {
 }
 
 /// The `mlir-cache-key` binary built for these tests (or `$MCK_TEST_BIN`: another build, e.g.
-/// to check that a test fails on the old behaviour).
+/// to check that a test fails on the old behavior).
 pub fn bin() -> Command {
     let program = std::env::var_os("MCK_TEST_BIN")
         .unwrap_or_else(|| env!("CARGO_BIN_EXE_mlir-cache-key").into());

@@ -260,7 +260,7 @@ mod tests {
     }
 
     #[test]
-    fn interpreters_are_recognised() {
+    fn interpreters_are_recognized() {
         for name in ["/bin/sh", "/usr/bin/bash", "python3", "/usr/bin/python3.12"] {
             assert!(is_interpreter(Path::new(name)), "{name}");
         }

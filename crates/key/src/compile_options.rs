@@ -1,4 +1,4 @@
-//! Compile options (key entry 5): JAX-compatible normalisation of a serialized
+//! Compile options (key entry 5): JAX-compatible normalization of a serialized
 //! `xla.CompileOptionsProto`, a readable text view and a field-level diff to explain misses,
 //! and a canonical form for the JSON options of other compilers.
 //!

@@ -68,7 +68,7 @@ pub enum Readable {
         hashed: String,
         /// One `path: value` line per field of the hashed options.
         text: Vec<String>,
-        /// What normalisation changed (`path: old → new`).
+        /// What normalization changed (`path: old → new`).
         changes: Vec<String>,
     },
     Accelerator {

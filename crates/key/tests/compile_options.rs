@@ -1,4 +1,4 @@
-//! Compile options (key entry 5): JAX parity of the normalisation, synthetic
+//! Compile options (key entry 5): JAX parity of the normalization, synthetic
 //! cases, hostile bytes, and the readable text and diff used to explain misses.
 
 #[path = "compile_options/common.rs"]

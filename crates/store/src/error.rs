@@ -46,7 +46,7 @@ pub enum StoreError {
     /// A run archive (`runs import`) that is refused; nothing was written.
     #[error("{}: {reason}; nothing was imported", file.display())]
     Archive { file: PathBuf, reason: String },
-    /// An entry could not be encoded (the metadata did not serialise, or is too large).
+    /// An entry could not be encoded (the metadata did not serialize, or is too large).
     #[error("cannot encode cache entry for {key}: {reason}")]
     Encode { key: String, reason: String },
 }

@@ -8,7 +8,7 @@
 //!     tmp/                    in-progress writes, renamed into entries/ when complete
 //!     quarantine/             entries that failed verification, kept for inspection
 //!     locks/<hh>/<64-hex>.lock  advisory compile locks (one per key being compiled)
-//!     locks/index.lock        serialises creating and repairing the index
+//!     locks/index.lock        serializes creating and repairing the index
 //!     index.sqlite            the index (a cache of the directory's truth)
 //!     registry.sqlite         addresses and run records (durable: not rebuildable)
 //!     remote-down.json        "the remote tier is down until T" (remote/breaker.rs), if it is
@@ -116,7 +116,7 @@ impl Layout {
         self.base.join("compilers")
     }
 
-    /// The lock that serialises creating or repairing the index.
+    /// The lock that serializes creating or repairing the index.
     pub fn index_lock_path(&self) -> PathBuf {
         self.locks.join("index.lock")
     }

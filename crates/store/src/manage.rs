@@ -25,7 +25,7 @@ pub const STALE_TMP_MS: i64 = super::atomic::STALE_TMP_AGE.as_millis() as i64;
 /// Version of the shape of [`Stats`] as JSON (`cache stats --json`).
 pub const STATS_SCHEMA: &str = "mlir-cache-key.stats.v1";
 
-/// Counters and sizes, serialisable for `--json`.
+/// Counters and sizes, serializable for `--json`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Stats {
     /// [`STATS_SCHEMA`].

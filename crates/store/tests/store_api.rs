@@ -1,4 +1,4 @@
-//! The store's behaviour in one process, on a real filesystem: lookups, failures, corruption,
+//! The store's behavior in one process, on a real filesystem: lookups, failures, corruption,
 //! eviction order and TTL, index repair, hostile keys and directories.
 
 #[path = "store/common.rs"]

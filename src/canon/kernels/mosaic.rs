@@ -27,7 +27,7 @@ pub(super) fn strip(site: &Site<'_>) -> Result<KernelReport, CanonError> {
     let text = std::str::from_utf8(text)
         .map_err(|e| site.error(ATTRIBUTE, format!("not UTF-8 JSON: {e}")))?;
     // serde_json keeps key order (preserve_order) and number spellings
-    // (arbitrary_precision), so re-serialising loses nothing but whitespace;
+    // (arbitrary_precision), so re-serializing loses nothing but whitespace;
     // only a repeated key could be lost, so one is an error.
     let mut json: Value = serde_json::from_str(text)
         .map_err(|e| site.error(ATTRIBUTE, format!("not valid JSON: {e}")))?;
@@ -64,7 +64,7 @@ pub(super) fn strip(site: &Site<'_>) -> Result<KernelReport, CanonError> {
     };
 
     let minified = serde_json::to_string(&json)
-        .map_err(|e| site.error(ATTRIBUTE, format!("cannot re-serialise JSON: {e}")))?;
+        .map_err(|e| site.error(ATTRIBUTE, format!("cannot re-serialize JSON: {e}")))?;
     site.op
         .set_attribute(ATTRIBUTE, site.op.string_attribute(minified.as_bytes()));
     Ok(site.report(Some(info), action))

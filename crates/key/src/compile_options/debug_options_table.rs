@@ -1,6 +1,6 @@
 //! DebugOptions, field by field (jaxlib 0.12.0.1's `xla/xla.proto`): the biggest table, apart.
 //!
-//! Every singular field here has explicit presence (`optional`), which is why normalisation
+//! Every singular field here has explicit presence (`optional`), which is why normalization
 //! writes a reset field even when the input did not have it. One row per field, by number.
 
 use super::schema::{FieldInfo, Kind as K, Msg, many, map, one};

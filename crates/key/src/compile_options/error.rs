@@ -5,7 +5,7 @@
 //! being read (`executable_build_options.debug_options.xla_dump_to`), and every JSON error
 //! carries a line and column.
 
-/// Why compile options could not be read, normalised or canonicalized.
+/// Why compile options could not be read, normalized or canonicalized.
 #[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
 pub enum OptionsError {
     /// The input ended inside a key, a value or a group.
@@ -64,7 +64,7 @@ pub enum OptionsError {
         offset: usize,
         path: String,
     },
-    /// A device assignment that XLA itself would refuse to deserialise.
+    /// A device assignment that XLA itself would refuse to deserialize.
     #[error("invalid device assignment at byte {offset} in {}: {reason}", place(.path))]
     BadDeviceAssignment {
         reason: String,

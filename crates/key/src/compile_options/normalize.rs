@@ -1,4 +1,4 @@
-//! JAX's compile-options normalisation, reproduced on the wire.
+//! JAX's compile-options normalization, reproduced on the wire.
 //!
 //! JAX (`jax/_src/cache_key.py`, `_hash_serialized_compile_options`) deep-copies the
 //! `CompileOptions` object, sets 20 debug options that cannot change the compiled program to
@@ -70,7 +70,7 @@ pub const EXCLUDED_XLA_FLAGS: [&str; 26] = [
     "--xla_tpu_compiler_variant",
 ];
 
-/// What normalisation depends on besides the bytes.
+/// What normalization depends on besides the bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NormalizeOptions<'a> {
     /// The backend's platform name, raw and untrimmed: only exactly `"gpu"` rebuilds the
@@ -78,14 +78,14 @@ pub struct NormalizeOptions<'a> {
     pub platform: &'a str,
 }
 
-/// The bytes to hash, and what normalisation did to get them.
+/// The bytes to hash, and what normalization did to get them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Normalized {
     pub bytes: Vec<u8>,
     pub changes: Vec<Change>,
 }
 
-/// One edit normalisation made, for humans: field path, old value, new value.
+/// One edit normalization made, for humans: field path, old value, new value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Change {
     pub path: String,
@@ -125,7 +125,7 @@ pub(super) fn write_change(
 const NOTE_CREATED: &str = "absent in the input; JAX would fill it from XLA's flag defaults, \
                             which bytes alone cannot reproduce";
 
-/// Normalises a serialized `xla.CompileOptionsProto` exactly as JAX does before hashing it.
+/// Normalizes a serialized `xla.CompileOptionsProto` exactly as JAX does before hashing it.
 pub fn normalize(input: &[u8], opts: &NormalizeOptions) -> Result<Normalized, OptionsError> {
     let mut changes = Vec::new();
     let top = wire::parse(input, 0, "", Some(Msg::CompileOptions))?;

@@ -1,14 +1,14 @@
 //! Names, numbers and kinds of the fields we read, as data.
 //!
 //! Field numbers are facts of XLA's public `.proto` files; this table is what lets the text view
-//! say `xla_dump_to` instead of `#109` and lets normalisation know that field 109 is a string.
+//! say `xla_dump_to` instead of `#109` and lets normalization know that field 109 is a string.
 //! Fields that are not here are still carried through untouched: a newer XLA's fields reach the
 //! key even before this table learns their names.
 //!
 //! Source of the facts: the protobuf descriptors that jaxlib 0.12.0.1 (the JAX release of the
 //! parity vectors) carries for `xla/pjrt/proto/compile_options.proto`, `xla/xla.proto` and
 //! `xla/xla_data.proto`, checked against those files in openxla/xla. Only the messages on the
-//! normalisation path are described; other message-typed fields are [`Kind::Opaque`].
+//! normalization path are described; other message-typed fields are [`Kind::Opaque`].
 
 use super::debug_options_table::DEBUG_OPTIONS;
 

@@ -15,7 +15,7 @@ use super::OptionsError;
 use super::schema::{self, Card, FieldInfo, Kind, Msg};
 use super::wire::{self, Field, check_wire_type, merged_fields, scalar_wire_type};
 
-/// One part of a leaf's position, ordered as the canonical serialisation orders fields.
+/// One part of a leaf's position, ordered as the canonical serialization orders fields.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum KeyPart {
     Field(u32),

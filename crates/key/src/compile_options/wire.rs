@@ -3,7 +3,7 @@
 //! Generated structs drop what they do not know; a cache key must not. A message here is an
 //! ordered list of [`Field`]s, each keeping its exact encoded bytes, so a field that no table
 //! names (a newer XLA's option) is written back byte for byte. Only the messages on the
-//! normalisation path are ever opened; everything else stays an opaque payload.
+//! normalization path are ever opened; everything else stays an opaque payload.
 
 use prost::encoding::{WireType, decode_varint, encode_key, encode_varint};
 

@@ -1,4 +1,4 @@
-//! Each parity vector's input normalises to exactly the bytes JAX 0.12.0.1 hashed.
+//! Each parity vector's input normalizes to exactly the bytes JAX 0.12.0.1 hashed.
 
 use crate::common;
 
@@ -6,18 +6,18 @@ use common::{VECTORS, expected, input};
 use mck_key::compile_options::{NormalizeOptions, normalize};
 
 #[test]
-fn every_vector_normalises_to_the_bytes_jax_hashed() {
+fn every_vector_normalizes_to_the_bytes_jax_hashed() {
     for (name, platform) in VECTORS {
         let got = normalize(&input(name), &NormalizeOptions { platform }).unwrap();
         assert!(
             got.bytes == expected(name),
-            "{name}: normalised bytes differ"
+            "{name}: normalized bytes differ"
         );
     }
 }
 
 #[test]
-fn normalising_twice_changes_nothing_more() {
+fn normalizing_twice_changes_nothing_more() {
     for (name, platform) in VECTORS {
         let opts = NormalizeOptions { platform };
         let once = normalize(&input(name), &opts).unwrap();

@@ -1,4 +1,4 @@
-//! Normalisation on inputs built here, one rule per test.
+//! Normalization on inputs built here, one rule per test.
 
 use crate::common;
 
@@ -24,7 +24,7 @@ fn absent_reset_fields_become_present_with_zero_values() {
     let input = lf(3, &lf(3, &vf(99, 1)));
     let got = normalize(&input, &CPU).unwrap();
     assert_eq!(got.bytes, lf(3, &lf(3, &debug_with(&[(99, vf(99, 1))]))));
-    // The normalised message is longer than the input: 20 fields were added.
+    // The normalized message is longer than the input: 20 fields were added.
     assert!(got.bytes.len() > input.len());
     assert_eq!(got.changes.len(), 20);
     assert_eq!(

@@ -23,7 +23,7 @@ fn lines(diffs: &[mck_key::compile_options::FieldDiff]) -> Vec<String> {
 }
 
 #[test]
-fn text_of_the_normalised_cpu_defaults() {
+fn text_of_the_normalized_cpu_defaults() {
     let text = to_text(&expected("01_cpu_defaults")).unwrap();
     assert_snapshot("snapshots/01_cpu_defaults.normalized.txt", &text);
     assert_eq!(text.lines().count(), 321);
@@ -85,7 +85,7 @@ fn diff_cpu_defaults_against_all_reset_fields_set() {
     .map(|l| format!("{p}.{l}"))
     .collect();
     assert_eq!(lines(&d), expected);
-    // after normalisation nothing is left to explain
+    // after normalization nothing is left to explain
     let cpu = NormalizeOptions { platform: "cpu" };
     let a = normalize(&input("01_cpu_defaults"), &cpu).unwrap().bytes;
     let b = normalize(&input("05_debug_options_all_reset_fields"), &cpu)
@@ -95,7 +95,7 @@ fn diff_cpu_defaults_against_all_reset_fields_set() {
 }
 
 #[test]
-fn diff_gpu_assignments_before_and_after_normalisation() {
+fn diff_gpu_assignments_before_and_after_normalization() {
     let a = input("07a_gpu_assign_1");
     let b = input("07b_gpu_assign_0");
     assert_eq!(
