@@ -23,8 +23,9 @@ knobs=(
   MCK_BUILD_DIR LLVM_BIN  # lit-tests/lit.cfg.py: another build / other LLVM tools
   LIT_OPTS LIT_FILTER LIT_FILTER_OUT LIT_XFAIL LIT_XFAIL_NOT  # lit: filter out or XFAIL tests
   STRIP_OUT_DIR SEED_OUT_DIR  # crates/bytecode/tests: test-data writers (return early when unset)
-  MLIR_CACHE_KEY_FLAGS MLIR_CACHE_KEY_RUN  # read by the CLI and the store (src/cli/address_args.rs:9, crates/store/src/settings.rs:39)
-  XLA_FLAGS LIBTPU_INIT_ARGS  # key inputs read by the CLI (src/cli/key_args.rs, src/cli/exec.rs)
+  MLIR_CACHE_KEY_FLAGS MLIR_CACHE_KEY_RUN  # read by the CLI and the store (crates/cli/src/address_args.rs, crates/store/src/settings.rs)
+  MLIR_CACHE_KEY_DIRECT_MISSED  # crates/cli/src/front.rs: the front binary's hand-over marker (skips the direct lookup)
+  XLA_FLAGS LIBTPU_INIT_ARGS  # key inputs read by the CLI (src/cli/key_args.rs, crates/exec/src/key.rs)
   MLIR_SYS_220_PREFIX TABLEGEN_220_PREFIX LIBCLANG_PATH LLVM_CONFIG_PATH  # build.rs / mlir-sys: which MLIR is built against
   RUSTFLAGS CARGO_TARGET_DIR RUST_TEST_THREADS  # a different build than the one lit and the scripts use
 )
