@@ -125,6 +125,34 @@ fn a_repeated_exec_is_a_direct_hit() {
 }
 
 #[test]
+fn the_no_direct_setting_turns_direct_mode_off() {
+    let s = Setup::new();
+    let mut set = bin();
+    set.args(["config", "set", "no_direct", "true", "--cache-dir"])
+        .arg(s.dir.path().join("cache"));
+    success(&mut set);
+    s.run(&[]);
+    let (code, log, out) = s.run(&[]);
+    assert_eq!(code, Some(0), "{log}");
+    assert!(out.is_some());
+    assert!(!log.contains("direct hit"), "{log}");
+    assert_eq!(s.runs(), 1, "a canonical hit");
+    assert!(
+        s.entries().iter().all(|(_, manifest)| !manifest),
+        "no manifest is stored with direct mode off"
+    );
+    assert_eq!(s.stats()["direct_hits"], 0);
+    let mut unset = bin();
+    unset
+        .args(["config", "unset", "no_direct", "--cache-dir"])
+        .arg(s.dir.path().join("cache"));
+    success(&mut unset);
+    s.run(&[]);
+    let (_, log, _) = s.run(&[]);
+    assert!(log.contains("direct hit"), "{log}");
+}
+
+#[test]
 fn changed_bytes_take_the_canonical_path_then_hit_directly() {
     let s = Setup::new();
     s.run(&[]);

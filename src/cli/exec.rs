@@ -21,7 +21,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Opened::Cache(exec) => exec,
     };
     let mut stdin = None;
-    if !args.no_direct
+    if exec.direct
         && !mck_cli::front::direct_already_missed()
         && let Some(code) = exec.direct_hit(&mut stdin)?
     {
@@ -33,9 +33,9 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     };
     // From the bytes read now, which the canonical key comes from: a file that changed since it
     // was hashed for the direct lookup must not leave a manifest naming its old bytes.
-    let manifest = match args.no_direct {
-        true => None,
-        false => Some(exec.manifest(&Sha256::digest(&raw).into())?),
+    let manifest = match exec.direct {
+        true => Some(exec.manifest(&Sha256::digest(&raw).into())?),
+        false => None,
     };
     // The key without the canonical text; a miss renders it (to explain and keep it).
     let (record, finished) = with_computation_of(

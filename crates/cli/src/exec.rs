@@ -87,6 +87,8 @@ pub struct Exec<'a> {
     pub store: Tiered,
     /// Where compiler digests are remembered (the cache's `compilers/`).
     pub digest_cache: PathBuf,
+    /// Direct mode is on: neither `--no-direct` nor the `no_direct` setting.
+    pub direct: bool,
     /// One run id for the direct and the canonical path (made once, when first needed).
     run_id: OnceCell<String>,
 }
@@ -126,6 +128,7 @@ impl<'a> Exec<'a> {
             request,
             store,
             digest_cache,
+            direct: !args.no_direct && !settings.no_direct,
             run_id: OnceCell::new(),
         })))
     }

@@ -74,6 +74,8 @@ fn serve(log_level: Option<logging::Level>, args: &Args) -> Outcome {
         Outcome::Done(result.unwrap_or_else(CliError::report))
     };
     let exec = match Exec::open(args) {
+        // Direct mode is off in the settings: nothing to serve here.
+        Ok(Opened::Cache(exec)) if !exec.direct => return Outcome::HandOver { missed: false },
         Ok(Opened::Cache(exec)) => exec,
         Ok(Opened::Uncached(code)) => return finished(Ok(code)),
         Err(e) => return finished(Err(e)),

@@ -12,6 +12,7 @@
 //! | `--cache_size=SIZE` | size cap | `100G` (10^11 bytes) |
 //! | `--cache_ttl=DAYS` | entries used within this many days are never evicted (decimals allowed) | `30` |
 //! | `--retry_failed_compilation` | a remembered failure reads as a miss | off |
+//! | `--no_direct` | `exec` looks nothing up by the input's raw bytes (direct mode off) | direct mode on |
 //! | `--log_level=WARNING\|INFO\|ERROR` | log level (case-insensitive) | `WARNING` |
 //! | `--cache_dir_mode=OCTAL` | mode of the directories created (`0700`, `0750`, `0770`, …; never any bit for others) | `0700` |
 //! | `--remote=URL` | a shared remote tier: `redis://HOST:PORT/DB[/PREFIX]`, `s3://…`, `gcs://…` (see `remote/url.rs`) | none |
@@ -91,6 +92,8 @@ pub struct Settings {
     #[serde(serialize_with = "serialize_days")]
     pub ttl: Duration,
     pub retry_failed_compilation: bool,
+    /// `exec` goes through the canonical key only: no manifest from the input's raw bytes.
+    pub no_direct: bool,
     pub log_level: LogLevel,
     /// Mode of the directories the store creates (files get the same bits minus execute).
     pub dir_mode: u32,
@@ -113,6 +116,7 @@ impl Default for Settings {
             max_size: DEFAULT_CACHE_SIZE,
             ttl: Duration::from_secs(u64::from(DEFAULT_TTL_DAYS) * 86_400),
             retry_failed_compilation: false,
+            no_direct: false,
             log_level: LogLevel::Warning,
             dir_mode: DEFAULT_DIR_MODE,
             fsync: true,
@@ -129,6 +133,7 @@ pub struct SettingsOverrides {
     pub max_size: Option<u64>,
     pub ttl: Option<Duration>,
     pub retry_failed_compilation: Option<bool>,
+    pub no_direct: Option<bool>,
     pub log_level: Option<LogLevel>,
     pub dir_mode: Option<u32>,
     pub remote_url: Option<RemoteUrl>,
@@ -172,6 +177,9 @@ impl SettingsOverrides {
         }
         if let Some(v) = self.retry_failed_compilation {
             base.retry_failed_compilation = v;
+        }
+        if let Some(v) = self.no_direct {
+            base.no_direct = v;
         }
         if let Some(v) = self.log_level {
             base.log_level = v;
@@ -241,7 +249,7 @@ impl Settings {
 }
 
 const KNOWN_FLAGS: &str = "--cache_dir, --no_cache, --cache_size, --cache_ttl, \
---retry_failed_compilation, --log_level, --cache_dir_mode, --remote, --remote_read_only, \
+--retry_failed_compilation, --no_direct, --log_level, --cache_dir_mode, --remote, --remote_read_only, \
 --remote_timeout, --remote_retry_after, --remote_lease, --remote_secret_file";
 
 fn apply_flag(
@@ -274,7 +282,7 @@ fn apply_flag(
     );
     let is_switch = matches!(
         name,
-        "--no_cache" | "--retry_failed_compilation" | "--remote_read_only"
+        "--no_cache" | "--retry_failed_compilation" | "--no_direct" | "--remote_read_only"
     );
     if !takes_value && !is_switch {
         return Err(err(
@@ -289,6 +297,7 @@ fn apply_flag(
         match name {
             "--no_cache" => o.enabled = Some(false),
             "--remote_read_only" => o.remote_read_only = Some(true),
+            "--no_direct" => o.no_direct = Some(true),
             _ => o.retry_failed_compilation = Some(true),
         }
         return Ok(());
@@ -532,6 +541,7 @@ mod tests {
         assert_eq!(s.max_size, 100_000_000_000);
         assert_eq!(s.ttl, Duration::from_secs(30 * 86_400));
         assert!(!s.retry_failed_compilation);
+        assert!(!s.no_direct);
         assert_eq!(s.log_level, LogLevel::Warning);
         assert_eq!(s.dir_mode, 0o700);
     }
@@ -540,7 +550,7 @@ mod tests {
     fn all_flags_from_the_variable() {
         let s = env(
             "  --cache_dir=/tmp/c --no_cache --cache_size=10G --cache_ttl 7 \
-             --retry_failed_compilation --log_level=info --cache_dir_mode=0750 ",
+             --retry_failed_compilation --no_direct --log_level=info --cache_dir_mode=0750 ",
         )
         .unwrap();
         assert_eq!(s.cache_dir, PathBuf::from("/tmp/c"));
@@ -548,6 +558,7 @@ mod tests {
         assert_eq!(s.max_size, 10_000_000_000);
         assert_eq!(s.ttl, Duration::from_secs(7 * 86_400));
         assert!(s.retry_failed_compilation);
+        assert!(s.no_direct);
         assert_eq!(s.log_level, LogLevel::Info);
         assert_eq!(s.dir_mode, 0o750);
     }

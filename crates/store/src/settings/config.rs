@@ -30,6 +30,7 @@ pub const SETTING_NAMES: &[(&str, bool)] = &[
     ("cache_size", false),
     ("cache_ttl", false),
     ("retry_failed_compilation", true),
+    ("no_direct", true),
     ("log_level", false),
     ("cache_dir_mode", false),
     ("remote", false),
@@ -89,6 +90,7 @@ impl SettingsOverrides {
             self.retry_failed_compilation.is_some(),
             "retry_failed_compilation",
         );
+        push(self.no_direct.is_some(), "no_direct");
         push(self.log_level.is_some(), "log_level");
         push(self.dir_mode.is_some(), "cache_dir_mode");
         push(self.remote_url.is_some(), "remote");
@@ -110,6 +112,7 @@ impl Settings {
             "cache_size" => self.max_size.to_string(),
             "cache_ttl" => format!("{}", self.ttl.as_secs_f64() / 86_400.0),
             "retry_failed_compilation" => self.retry_failed_compilation.to_string(),
+            "no_direct" => self.no_direct.to_string(),
             "log_level" => format!("{:?}", self.log_level).to_ascii_uppercase(),
             "cache_dir_mode" => format!("{:04o}", self.dir_mode),
             "remote" => self.remote.url.as_ref()?.to_string(),
@@ -257,6 +260,7 @@ fn apply_setting(o: &mut SettingsOverrides, name: &str, value: &str) -> Result<(
         match name {
             "no_cache" => o.enabled = Some(!on),
             "remote_read_only" => o.remote_read_only = Some(on),
+            "no_direct" => o.no_direct = Some(on),
             _ => o.retry_failed_compilation = Some(on),
         }
         return Ok(());
@@ -340,9 +344,10 @@ mod tests {
     #[test]
     fn parses_names_values_comments_and_switches() {
         let o = parse(
-            "# a comment\n\ncache_size = 100K\n  cache_ttl=2\nremote_read_only = true\nno_cache = false\nlog_level = info\n",
+            "# a comment\n\ncache_size = 100K\n  cache_ttl=2\nremote_read_only = true\nno_cache = false\nlog_level = info\nno_direct = yes\n",
         )
         .unwrap();
+        assert_eq!(o.no_direct, Some(true));
         assert_eq!(o.max_size, Some(100_000));
         assert_eq!(o.ttl, Some(std::time::Duration::from_secs(2 * 86_400)));
         assert_eq!(o.remote_read_only, Some(true));
