@@ -7,7 +7,6 @@ mod cache;
 mod cache_args;
 mod cache_text;
 mod canon;
-mod compilers;
 mod config;
 mod exec;
 mod help;
@@ -25,7 +24,7 @@ mod why;
 mod wrap;
 
 // The MLIR-free half of the command line (mck-cli), shared with the front binary.
-use mck_cli::{error, input, logging, settings};
+use mck_cli::{compilers, error, input, logging, settings};
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

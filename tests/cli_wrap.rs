@@ -113,9 +113,10 @@ fn a_repeated_invocation_is_a_hit_that_does_not_run_the_compiler() {
     assert!(first.contains("Compiler status PASS"), "{first}");
     assert!(first.contains("Stored the artefact at"), "{first}");
     assert_eq!(s.runs(), 1);
-    assert_eq!(entries(&s), 1);
+    assert_eq!(entries(&s), 2, "the artefact and its direct-mode manifest");
     let again = ok(&s.wrap(&[&OPT[..], &["out2.mlir"]].concat()));
     assert!(again.contains("Using a cached artefact at"), "{again}");
+    assert!(again.contains("direct hit"), "{again}");
     assert!(!again.contains("Compiler status"), "{again}");
     assert_eq!(s.runs(), 1, "the compiler ran on a hit");
     let (out1, out2) = (s.path("out1.mlir"), s.path("out2.mlir"));
@@ -211,6 +212,7 @@ fn a_symlink_named_mlir_opt_wraps_the_next_mlir_opt_on_path() {
     assert_eq!(s.runs(), 1, "the real mlir-opt did not run once");
     let again = ok(&s.masquerade("mlir-opt", &[&OPT[1..], &["out2.mlir"]].concat()));
     assert!(again.contains("Using a cached artefact at"), "{again}");
+    assert!(again.contains("direct hit"), "{again}");
     assert_eq!(s.runs(), 1);
     // `wrap` itself skips the symlink on PATH too, and shares the entry (same real compiler).
     let mut command = bin();

@@ -68,3 +68,110 @@ fn a_missing_mlir_binary_is_a_clear_error() {
         "{stderr}"
     );
 }
+
+/// A direct hit is the front binary's alone: with a copy of it and no MLIR binary beside it,
+/// `exec` and a symlink named after a compiler are served, and only a miss needs the other.
+#[test]
+fn a_direct_hit_runs_without_the_mlir_binary() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let alone = dir.path().join("alone");
+    std::fs::create_dir(&alone).expect("mkdir");
+    let front = alone.join("mlir-cache-key");
+    std::fs::copy(env!("CARGO_BIN_EXE_mlir-cache-key"), &front).expect("copy");
+    // One fake compiler for both shapes: `exec -- mlir-opt IN OUT` and `mlir-opt IN -o OUT`.
+    let compiler = dir.path().join("mlir-opt");
+    std::fs::write(
+        &compiler,
+        "#!/bin/sh\necho run >> \"$RUNS\"\nout=$2; [ \"$2\" = -o ] && out=$3\ncat \"$1\" > \"$out\"\n",
+    )
+    .expect("write compiler");
+    std::fs::set_permissions(
+        &compiler,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    std::os::unix::fs::symlink(&front, alone.join("mlir-opt")).expect("symlink");
+    let module = dir.path().join("m.mlir");
+    std::fs::copy(corpus("cpu/mlp.a.generic.mlir"), &module).expect("copy module");
+    let cache = dir.path().join("cache");
+    let exec = |program: &std::path::Path, output: &str| {
+        let mut command = Command::new(program);
+        command
+            .env("RUNS", dir.path().join("runs"))
+            .env(
+                "MLIR_CACHE_KEY_FLAGS",
+                format!("--cache_dir={}", cache.display()),
+            )
+            .current_dir(dir.path())
+            .args(["exec", "--input", "m.mlir", "--output", output, "--"])
+            .arg(&compiler)
+            .args(["m.mlir", output]);
+        command.output().expect("run")
+    };
+    let wrapped = |program: &std::path::Path, output: &str| {
+        let mut path = std::ffi::OsString::from(dir.path());
+        path.push(":");
+        path.push(std::env::var_os("PATH").unwrap_or_default());
+        Command::new(program)
+            .env("RUNS", dir.path().join("runs"))
+            .env(
+                "MLIR_CACHE_KEY_FLAGS",
+                format!("--cache_dir={}", cache.display()),
+            )
+            .env("PATH", path)
+            .current_dir(dir.path())
+            .args(["m.mlir", "-o", output])
+            .output()
+            .expect("run")
+    };
+    // Misses, through the installed pair: they store the entries and their manifests.
+    assert!(
+        exec(
+            std::path::Path::new(env!("CARGO_BIN_EXE_mlir-cache-key")),
+            "a"
+        )
+        .status
+        .success()
+    );
+    let installed = dir.path().join("installed");
+    std::fs::create_dir(&installed).expect("mkdir");
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_mlir-cache-key"),
+        installed.join("mlir-opt"),
+    )
+    .expect("symlink");
+    let miss = wrapped(&installed.join("mlir-opt"), "w1");
+    assert!(
+        miss.status.success(),
+        "{}",
+        String::from_utf8_lossy(&miss.stderr)
+    );
+    // Hits, through the front binary alone.
+    let hit = exec(&front, "b");
+    assert!(
+        hit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&hit.stderr)
+    );
+    let hit = wrapped(&alone.join("mlir-opt"), "w2");
+    assert!(
+        hit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&hit.stderr)
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("a")).unwrap(),
+        std::fs::read(dir.path().join("b")).unwrap()
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("w1")).unwrap(),
+        std::fs::read(dir.path().join("w2")).unwrap()
+    );
+    let runs = std::fs::read_to_string(dir.path().join("runs")).unwrap();
+    assert_eq!(runs.lines().count(), 2, "the compiler ran on a hit");
+    // A miss needs the MLIR binary, and says so.
+    std::fs::write(&module, b"// changed\n").expect("write");
+    let miss = exec(&front, "c");
+    assert_eq!(miss.status.code(), Some(EX_SOFTWARE));
+    assert!(String::from_utf8_lossy(&miss.stderr).contains("mlir-cache-key-mlir"));
+}

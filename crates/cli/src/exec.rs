@@ -156,12 +156,10 @@ impl<'a> Exec<'a> {
 
     /// The direct-mode manifest key for the SHA-256 of the input's raw bytes.
     pub fn manifest(&self, raw_sha256: &[u8; 32]) -> Result<CacheKey, CliError> {
-        // The canonicalizer's version and options: what else maps raw bytes to a canonical key.
-        let canon = format!("{} {:?}", env!("CARGO_PKG_VERSION"), self.args.canon);
         Ok(mck_exec::direct_key(
             &self.request,
             raw_sha256,
-            &canon,
+            &canon_identity(&self.args.canon),
             self.args.module_name.as_deref(),
             Some(&self.digest_cache),
         )?)
@@ -186,6 +184,12 @@ impl<'a> Exec<'a> {
         let at = |record: &KeyRecord| self.at(record);
         Ok(mck_exec::run_direct(&self.store, &self.request, &manifest, at)?.map(finished_code))
     }
+}
+
+/// The canonicalizer's version and options: what else maps raw bytes to a canonical key (part
+/// of every direct-mode manifest key).
+pub fn canon_identity(canon: &CanonFlags) -> String {
+    format!("{} {canon:?}", env!("CARGO_PKG_VERSION"))
 }
 
 /// The exit code of a finished exec (a conflict is reported here).

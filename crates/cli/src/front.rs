@@ -6,9 +6,13 @@
 //! compiler still wraps that compiler).
 
 use crate::error::{CliError, Failure};
-use crate::exec::{Args, Exec, Opened};
-use crate::{input, logging};
+use crate::exec::{Exec, Opened};
+use crate::flags::CanonFlags;
+use crate::settings::CacheOptions;
+use crate::wrap::{Prepared, masquerade_command, masquerade_flags};
+use crate::{compilers, input, logging};
 use clap::Parser;
+use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
 use std::process::{Command, ExitCode};
 use std::sync::OnceLock;
@@ -21,7 +25,7 @@ pub const MLIR_BINARY: &str = "mlir-cache-key-mlir";
 /// look the manifest up again (nor count a second remote miss).
 const DIRECT_MISSED: &str = "MLIR_CACHE_KEY_DIRECT_MISSED";
 
-/// What the front binary recognizes: `exec`, with the global option it shares.
+/// What the front binary recognizes: `exec` and `wrap`, with the global option they share.
 #[derive(Parser)]
 #[command(
     name = "mlir-cache-key",
@@ -37,7 +41,8 @@ struct Front {
 
 #[derive(clap::Subcommand)]
 enum FrontCommand {
-    Exec(Args),
+    Exec(Box<crate::exec::Args>),
+    Wrap(crate::wrap::Args),
 }
 
 enum Outcome {
@@ -47,13 +52,33 @@ enum Outcome {
 
 /// The front binary's `main`.
 pub fn main() -> ExitCode {
+    let invoked_as = std::env::args_os().next().and_then(|argv0| {
+        let name = std::path::Path::new(&argv0)
+            .file_name()?
+            .to_str()?
+            .to_string();
+        compilers::known(&name).map(|_| name)
+    });
     // Anything it does not recognize (help, errors included) is the MLIR binary's to handle.
-    let outcome = match Front::try_parse() {
-        Ok(Front {
-            log_level,
-            command: FrontCommand::Exec(args),
-        }) => serve(log_level, &args),
-        Err(_) => Outcome::HandOver { missed: false },
+    let outcome = match invoked_as {
+        Some(name) => serve_wrap(
+            None,
+            &masquerade_command(&name),
+            &masquerade_flags(),
+            &CacheOptions::default(),
+            Vec::new(),
+        ),
+        None => match Front::try_parse() {
+            Ok(Front {
+                log_level,
+                command: FrontCommand::Exec(args),
+            }) => serve(log_level, &args),
+            Ok(Front {
+                log_level,
+                command: FrontCommand::Wrap(args),
+            }) => serve_wrap(log_level, &args.command, &args.canon, &args.cache, args.env),
+            Err(_) => Outcome::HandOver { missed: false },
+        },
     };
     match outcome {
         Outcome::Done(code) => code,
@@ -62,7 +87,7 @@ pub fn main() -> ExitCode {
 }
 
 /// A direct hit (or an exec with caching off), served; else what to hand over.
-fn serve(log_level: Option<logging::Level>, args: &Args) -> Outcome {
+fn serve(log_level: Option<logging::Level>, args: &crate::exec::Args) -> Outcome {
     if args.no_direct || args.input.as_os_str() == "-" {
         // Stdin can be read only once, by the process that canonicalizes it.
         return Outcome::HandOver { missed: false };
@@ -89,6 +114,38 @@ fn serve(log_level: Option<logging::Level>, args: &Args) -> Outcome {
             Outcome::HandOver { missed: true }
         }
         Err(e) => finished(Err(e)),
+    }
+}
+
+/// A direct hit of a wrapped compiler, served; else what to hand over (an argument shape the
+/// table cannot read, caching off, a missing compiler: the MLIR binary says so and runs it).
+fn serve_wrap(
+    log_level: Option<logging::Level>,
+    command: &[OsString],
+    canon: &CanonFlags,
+    cache: &CacheOptions,
+    env: Vec<String>,
+) -> Outcome {
+    let log = logging::init_buffered(log_level.or_else(|| logging::flags_level(None)));
+    input::set_max_size(None);
+    let wrap = match crate::wrap::prepare(command, cache, env) {
+        Ok(Prepared::Cache(wrap)) if wrap.direct => wrap,
+        _ => return Outcome::HandOver { missed: false },
+    };
+    let opened = log.position();
+    match wrap.direct_hit(canon) {
+        Ok(Some(code)) => {
+            log.print_from(0);
+            Outcome::Done(code)
+        }
+        Ok(None) => {
+            log.print_from(opened);
+            Outcome::HandOver { missed: true }
+        }
+        Err(e) => {
+            log.print_from(0);
+            Outcome::Done(e.report())
+        }
     }
 }
 
