@@ -1,5 +1,5 @@
-//! The `mlir-cache-key` binary users run. It serves a direct-mode `exec` hit itself, without
-//! MLIR: linking libMLIR/libLLVM costs every process ~20 ms of symbol resolution and ~85 MB
+//! The `mlir-cache-key` binary users run. It serves a direct-mode hit of `exec` or `wrap` (or
+//! of a symlink named after a compiler) itself, without MLIR: linking libMLIR/libLLVM costs every process ~20 ms of symbol resolution and ~85 MB
 //! of resident memory before it does anything. Everything else — other commands, stdin input,
 //! `--no-direct`, a direct miss — it hands to the MLIR binary installed beside it, which
 //! replaces this process with the same arguments (and `argv[0]`, so a symlink named after a
@@ -106,14 +106,30 @@ fn serve(log_level: Option<logging::Level>, args: &crate::exec::Args) -> Outcome
         Err(e) => return finished(Err(e)),
     };
     let opened = log.position();
-    match exec.direct_hit(&mut None) {
-        Ok(Some(code)) => finished(Ok(code)),
+    settle(&log, opened, exec.direct_hit(&mut None))
+}
+
+/// The outcome of a direct lookup, with what it logged: a hit (or an error) is finished here,
+/// with everything logged; a miss is handed over with what the lookup logged (the MLIR binary
+/// logs opening the cache again itself).
+fn settle(
+    log: &logging::Buffered,
+    opened: usize,
+    hit: Result<Option<ExitCode>, CliError>,
+) -> Outcome {
+    match hit {
+        Ok(Some(code)) => {
+            log.print_from(0);
+            Outcome::Done(code)
+        }
         Ok(None) => {
-            // What the lookup logged; the MLIR binary logs opening the cache again itself.
             log.print_from(opened);
             Outcome::HandOver { missed: true }
         }
-        Err(e) => finished(Err(e)),
+        Err(e) => {
+            log.print_from(0);
+            Outcome::Done(e.report())
+        }
     }
 }
 
@@ -133,20 +149,7 @@ fn serve_wrap(
         _ => return Outcome::HandOver { missed: false },
     };
     let opened = log.position();
-    match wrap.direct_hit(canon) {
-        Ok(Some(code)) => {
-            log.print_from(0);
-            Outcome::Done(code)
-        }
-        Ok(None) => {
-            log.print_from(opened);
-            Outcome::HandOver { missed: true }
-        }
-        Err(e) => {
-            log.print_from(0);
-            Outcome::Done(e.report())
-        }
-    }
+    settle(&log, opened, wrap.direct_hit(canon))
 }
 
 /// Replaces this process by the MLIR binary, with the same arguments.
