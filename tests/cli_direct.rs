@@ -274,3 +274,77 @@ fn a_miss_keeps_the_canonical_text() {
         "no text kept"
     );
 }
+
+/// An input that can be read only once (a named pipe) is read once, by the process that keys
+/// it: the front binary does not hash it first, and a repeat is still a direct hit.
+#[test]
+fn a_pipe_input_is_read_once_and_hits_directly() {
+    let s = Setup::new();
+    let fifo = s.dir.path().join("module.pipe");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let compiler = s.dir.path().join("constant.sh");
+    std::fs::write(
+        &compiler,
+        "#!/bin/sh\necho run >> \"$RUNS\"\necho compiled > \"$2\"\n",
+    )
+    .expect("write compiler");
+    std::fs::set_permissions(
+        &compiler,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let run = || {
+        // The writer: one copy of the module through the pipe, then EOF.
+        let mut writer = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "cat '{}' > '{}'",
+                s.module.display(),
+                fifo.display()
+            ))
+            .spawn()
+            .expect("writer");
+        let mut exec = bin()
+            .env("RUNS", s.dir.path().join("runs"))
+            .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO")
+            .arg("exec")
+            .arg("--cache-dir")
+            .arg(s.dir.path().join("cache"))
+            .arg("--input")
+            .arg(&fifo)
+            .arg("--output")
+            .arg(&s.out)
+            .arg("--")
+            .arg(&compiler)
+            .arg(&fifo)
+            .arg(&s.out)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run");
+        // A process that read the pipe twice would wait for a writer forever: a failure.
+        let started = std::time::Instant::now();
+        while exec.try_wait().expect("wait").is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(60) {
+                let _ = exec.kill();
+                let _ = writer.kill();
+                panic!("exec hung on the pipe (read it twice?)");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = exec.wait_with_output().expect("output");
+        let _ = writer.kill();
+        let _ = writer.wait();
+        let _ = std::fs::remove_file(&s.out);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, log) = run();
+    assert_eq!(code, Some(0), "{log}");
+    let (code, log) = run();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("direct hit"), "{log}");
+    assert_eq!(s.runs(), 1);
+}

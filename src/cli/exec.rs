@@ -9,7 +9,6 @@ use super::module::with_computation_of;
 use crate::exec::Finished;
 use crate::key::Computation;
 use mck_cli::exec::{Exec, Opened, finished_code};
-use sha2::{Digest, Sha256};
 use std::process::ExitCode;
 
 pub use mck_cli::exec::Args;
@@ -20,21 +19,21 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Opened::Uncached(code) => return Ok(code),
         Opened::Cache(exec) => exec,
     };
-    let mut stdin = None;
+    let mut read_once = None;
     if exec.direct
         && !mck_cli::front::direct_already_missed()
-        && let Some(code) = exec.direct_hit(&mut stdin)?
+        && let Some(code) = exec.direct_hit(&mut read_once)?
     {
         return Ok(code);
     }
-    let (input_name, raw) = match stdin.take() {
+    let (input_name, raw) = match read_once.take() {
         Some(read) => read,
         None => input::read_raw(&args.input)?,
     };
     // From the bytes read now, which the canonical key comes from: a file that changed since it
     // was hashed for the direct lookup must not leave a manifest naming its old bytes.
     let manifest = match exec.direct {
-        true => Some(exec.manifest(&Sha256::digest(&raw).into())?),
+        true => Some(exec.manifest(&mck_cli::raw_digest::of_bytes(&raw))?),
         false => None,
     };
     // The key without the canonical text; a miss renders it (to explain and keep it).

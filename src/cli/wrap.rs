@@ -12,7 +12,6 @@ use super::settings::CacheOptions;
 use crate::exec::Finished;
 use mck_cli::exec::finished_code;
 use mck_cli::wrap::{Prepared, masquerade_command, masquerade_flags, prepare, uncached};
-use sha2::{Digest, Sha256};
 use std::process::ExitCode;
 
 pub use mck_cli::wrap::Args;
@@ -59,7 +58,7 @@ fn wrap(
     let (input_name, raw) = input::read_raw(&request.input)?;
     // From the bytes read now, which the canonical key comes from.
     let manifest = match wrap.direct {
-        true => Some(wrap.manifest(canon, &Sha256::digest(&raw).into())?),
+        true => Some(wrap.manifest(canon, &mck_cli::raw_digest::of_bytes(&raw))?),
         false => None,
     };
     let keyed = input::decode(input_name, raw).and_then(|input| {

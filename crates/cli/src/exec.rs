@@ -12,7 +12,6 @@ use mck_exec::compiler_check::CompilerCheck;
 use mck_exec::{AtAddress, ExecRequest, Finished};
 use mck_key::KeyRecord;
 use mck_store::{CacheKey, Tiered};
-use sha2::{Digest, Sha256};
 use std::cell::OnceCell;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -154,28 +153,28 @@ impl<'a> Exec<'a> {
         })
     }
 
-    /// The direct-mode manifest key for the SHA-256 of the input's raw bytes.
-    pub fn manifest(&self, raw_sha256: &[u8; 32]) -> Result<CacheKey, CliError> {
+    /// The direct-mode manifest key for the digest of the input's raw bytes (`raw_digest`).
+    pub fn manifest(&self, raw_digest: &[u8; 32]) -> Result<CacheKey, CliError> {
         Ok(mck_exec::direct_key(
             &self.request,
-            raw_sha256,
+            raw_digest,
             &canon_identity(&self.args.canon),
             self.args.module_name.as_deref(),
             Some(&self.digest_cache),
         )?)
     }
 
-    /// A direct-mode hit, served (`None`: the module must be canonicalized). The input is
-    /// streamed through SHA-256 (a file) or read whole (stdin, returned in `stdin` for the
-    /// canonical path, since it cannot be read twice).
+    /// A direct-mode hit, served (`None`: the module must be canonicalized). A regular file is
+    /// hashed through bounded buffers; an input that can be read only once (stdin, a pipe) is
+    /// read whole and returned in `read` for the canonical path.
     pub fn direct_hit(
         &self,
-        stdin: &mut Option<(String, Vec<u8>)>,
+        read: &mut Option<(String, Vec<u8>)>,
     ) -> Result<Option<ExitCode>, CliError> {
-        let digest = if self.args.input.as_os_str() == "-" {
-            let read = input::read_raw(&self.args.input)?;
-            let digest = Sha256::digest(&read.1).into();
-            *stdin = Some(read);
+        let digest = if input::is_stream(&self.args.input) {
+            let whole = input::read_raw(&self.args.input)?;
+            let digest = crate::raw_digest::of_bytes(&whole.1);
+            *read = Some(whole);
             digest
         } else {
             input::digest_file(&self.args.input)?

@@ -88,8 +88,8 @@ pub fn main() -> ExitCode {
 
 /// A direct hit (or an exec with caching off), served; else what to hand over.
 fn serve(log_level: Option<logging::Level>, args: &crate::exec::Args) -> Outcome {
-    if args.no_direct || args.input.as_os_str() == "-" {
-        // Stdin can be read only once, by the process that canonicalizes it.
+    if args.no_direct || input::is_stream(&args.input) {
+        // Stdin or a pipe can be read only once, by the process that canonicalizes it.
         return Outcome::HandOver { missed: false };
     }
     let log = logging::init_buffered(log_level.or_else(|| logging::flags_level(None)));
@@ -145,7 +145,7 @@ fn serve_wrap(
     let log = logging::init_buffered(log_level.or_else(|| logging::flags_level(None)));
     input::set_max_size(None);
     let wrap = match crate::wrap::prepare(command, cache, env) {
-        Ok(Prepared::Cache(wrap)) if wrap.direct => wrap,
+        Ok(Prepared::Cache(wrap)) if wrap.direct && !input::is_stream(&wrap.request.input) => wrap,
         _ => return Outcome::HandOver { missed: false },
     };
     let opened = log.position();

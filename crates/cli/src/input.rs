@@ -50,30 +50,27 @@ pub fn read_raw(path: &Path) -> Result<(String, Vec<u8>), CliError> {
     })
 }
 
-/// SHA-256 of a file's bytes as stored, streamed through a bounded buffer (direct mode
-/// hashes the input before it knows whether it needs the bytes), up to the cap.
+/// Whether `path` can be read only once (stdin, a pipe, a device): such an input is read
+/// whole, once, by the process that canonicalizes it, never hashed first.
+pub fn is_stream(path: &Path) -> bool {
+    path == Path::new("-") || !std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
+/// The digest direct mode keys a regular file on ([`crate::raw_digest`]), read through bounded
+/// buffers, up to the cap.
 pub fn digest_file(path: &Path) -> Result<[u8; 32], CliError> {
-    use sha2::Digest;
     let name = path.display().to_string();
-    let cannot = |e: std::io::Error| CliError::no_input(anyhow!("cannot read {name}: {e}"));
-    let mut file = std::fs::File::open(path).map_err(cannot)?;
-    let mut hasher = sha2::Sha256::new();
-    let mut buffer = vec![0u8; 1 << 20];
-    let mut total = 0u64;
-    loop {
-        let n = match file.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(CliError::input(anyhow!("cannot read {name}: {e}"))),
-        };
-        total += n as u64;
-        if total > max_size() {
-            return Err(too_large(&name, ""));
-        }
-        hasher.update(&buffer[..n]);
+    let file = std::fs::File::open(path)
+        .map_err(|e| CliError::no_input(anyhow!("cannot read {name}: {e}")))?;
+    let len = file
+        .metadata()
+        .map_err(|e| CliError::no_input(anyhow!("cannot read {name}: {e}")))?
+        .len();
+    if len > max_size() {
+        return Err(too_large(&name, ""));
     }
-    Ok(hasher.finalize().into())
+    crate::raw_digest::of_file(&file, len)
+        .map_err(|e| CliError::input(anyhow!("cannot read {name}: {e}")))
 }
 
 fn too_large(name: &str, how: &str) -> CliError {

@@ -12,5 +12,6 @@ pub mod flags;
 pub mod front;
 pub mod input;
 pub mod logging;
+pub mod raw_digest;
 pub mod settings;
 pub mod wrap;

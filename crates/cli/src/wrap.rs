@@ -132,23 +132,27 @@ pub fn prepare(
 }
 
 impl Wrap {
-    /// The direct-mode manifest key for the SHA-256 of the input's raw bytes.
+    /// The direct-mode manifest key for the digest of the input's raw bytes (`raw_digest`).
     pub fn manifest(
         &self,
         canon: &CanonFlags,
-        raw_sha256: &[u8; 32],
+        raw_digest: &[u8; 32],
     ) -> Result<CacheKey, CliError> {
         Ok(mck_exec::direct_key(
             &self.request,
-            raw_sha256,
+            raw_digest,
             &canon_identity(canon),
             None,
             Some(&self.digest_cache),
         )?)
     }
 
-    /// A direct-mode hit, served (`None`: the module must be canonicalized).
+    /// A direct-mode hit, served (`None`: the module must be canonicalized; an input that can
+    /// be read only once is left for the canonical path and the compiler).
     pub fn direct_hit(&self, canon: &CanonFlags) -> Result<Option<ExitCode>, CliError> {
+        if input::is_stream(&self.request.input) {
+            return Ok(None);
+        }
         let manifest = self.manifest(canon, &input::digest_file(&self.request.input)?)?;
         let finished = mck_exec::run_direct(&self.store, &self.request, &manifest, |_| {
             Ok::<_, CliError>(None)

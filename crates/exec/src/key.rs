@@ -44,14 +44,15 @@ pub fn exec_key(
     Ok(record)
 }
 
-/// The direct-mode manifest key: the exec key's entries 2–8 as for the canonical key, the
-/// SHA-256 of the raw input bytes as the computation (hashed once, as the caller streams them,
-/// rather than twice as entry bytes), and `canon_identity` (the canonicalizer's version and
+/// The direct-mode manifest key: the exec key's entries 2–8 as for the canonical key, a
+/// digest of the raw input bytes as the computation (the caller's: the CLI hashes large inputs
+/// in blocks on every core, `mck_cli::raw_digest`; hashed once rather than twice as entry
+/// bytes), and `canon_identity` (the canonicalizer's version and
 /// options) and the module-name override in entry 8, so any change of what could move the
 /// canonical key moves this one too.
 pub fn direct_key(
     request: &ExecRequest,
-    raw_input_sha256: &[u8; 32],
+    raw_input_digest: &[u8; 32],
     canon_identity: &str,
     name_override: Option<&str>,
     digest_cache: Option<&Path>,
@@ -64,7 +65,7 @@ pub fn direct_key(
         name_override
     ])
     .to_string();
-    let record = compute(Computation::Bytes(raw_input_sha256), &inputs)?;
+    let record = compute(Computation::Bytes(raw_input_digest), &inputs)?;
     log_excluded_flags(&record);
     Ok(CacheKey::from_parts(
         DIRECT_NAME,
