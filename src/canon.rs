@@ -68,10 +68,8 @@ impl<'m, 'c> CanonicalModule<'m, 'c> {
         }
         // SAFETY: the module outlives the handles used during this call.
         let op = unsafe { OpRef::from_raw(module.as_operation().to_raw()) };
-        let custom_calls = op.collect_named("stablehlo.custom_call");
-        let rewritten: Vec<OpRef> = custom_calls.iter().map(|&(_, op)| op).collect();
         // Taken first, so an error below puts the module back as well.
-        let snapshot = Snapshot::take(op, &rewritten);
+        let (custom_calls, snapshot) = snapshot_for_canonicalization(op);
         let report = canonicalize_steps(op, &custom_calls, options, &mut StepTimes::default())?;
         Ok(Self {
             module: Held::Borrowed {
@@ -164,6 +162,15 @@ pub fn module_name(module: &Module) -> Option<String> {
     let op = unsafe { OpRef::from_raw(module.as_operation().to_raw()) };
     let name = op.attribute("sym_name")?.string_bytes()?;
     Some(String::from_utf8_lossy(name).into_owned())
+}
+
+/// The custom calls of `op` (the only operations whose attributes canonicalization rewrites)
+/// and a snapshot of what canonicalizing it in place changes.
+fn snapshot_for_canonicalization<'m>(op: OpRef<'m>) -> (Vec<(usize, OpRef<'m>)>, Snapshot) {
+    let custom_calls = op.collect_named("stablehlo.custom_call");
+    let rewritten: Vec<OpRef> = custom_calls.iter().map(|&(_, op)| op).collect();
+    let snapshot = Snapshot::take(op, &rewritten);
+    (custom_calls, snapshot)
 }
 
 /// Canonicalizes the module `op` in place: the library's one implementation,

@@ -14,7 +14,7 @@ use mck_key::{
 };
 use mck_store::remote::RemoteUrl;
 use mck_store::{
-    CacheKey, Compiled, Digest, ListFilter, Lookup, Served, Settings, SettingsOverrides, SortBy,
+    CacheKey, Compiled, Digest, ListFilter, Lookup, Served, Settings, SettingsOverrides,
     StoreError, Tiered, parse_size, parse_ttl_days,
 };
 use pyo3::exceptions::{PyOSError, PyValueError};
@@ -350,10 +350,8 @@ impl Cache {
         };
         let store = tiered.local();
         let filter = ListFilter {
-            name_glob: Some(glob_escape(key.name())),
-            sort: SortBy::LastUsed,
             limit: Some(2),
-            ..ListFilter::default()
+            ..ListFilter::module(key.name())
         };
         py.detach(|| {
             for entry in store.list(&filter)? {
@@ -385,16 +383,6 @@ impl Cache {
     fn __repr__(&self) -> String {
         format!("mlir_cache_key.Cache({:?})", self.settings.cache_dir)
     }
-}
-
-/// SQLite GLOB metacharacters in a name, escaped as one-character classes.
-fn glob_escape(name: &str) -> String {
-    name.chars()
-        .map(|c| match c {
-            '*' | '?' | '[' | ']' => format!("[{c}]"),
-            c => c.to_string(),
-        })
-        .collect()
 }
 
 #[pymodule]

@@ -1,9 +1,8 @@
 //! Where canonicalization time goes: each step timed on its own, for
 //! `mlir-cache-key canon --timings` and the benchmarks.
 
-use super::{CanonError, Options, StepTimes, canonicalize_steps};
+use super::{CanonError, Options, StepTimes, canonicalize_steps, snapshot_for_canonicalization};
 use crate::mlir::ops::OpRef;
-use crate::mlir::snapshot::Snapshot;
 use crate::mlir::{self, parse_module};
 use melior::Context;
 
@@ -65,12 +64,7 @@ pub fn measure(
     let module = module?;
     // SAFETY: `module` outlives `op`.
     let op = unsafe { OpRef::from_raw(module.as_operation().to_raw()) };
-    let ((custom_calls, snapshot), snapshot_time) = timed(|| {
-        let custom_calls = op.collect_named("stablehlo.custom_call");
-        let rewritten: Vec<OpRef> = custom_calls.iter().map(|&(_, op)| op).collect();
-        let snapshot = Snapshot::take(op, &rewritten);
-        (custom_calls, snapshot)
-    });
+    let ((custom_calls, snapshot), snapshot_time) = timed(|| snapshot_for_canonicalization(op));
     let mut steps = StepTimes::default();
     canonicalize_steps(op, &custom_calls, options, &mut steps)?;
     let (bytes, write) = timed(|| {

@@ -14,7 +14,7 @@ use mck_key::KeyRecord;
 use mck_store::{CacheKey, Tiered};
 use std::cell::OnceCell;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -155,13 +155,13 @@ impl<'a> Exec<'a> {
 
     /// The direct-mode manifest key for the digest of the input's raw bytes (`raw_digest`).
     pub fn manifest(&self, raw_digest: &[u8; 32]) -> Result<CacheKey, CliError> {
-        Ok(mck_exec::direct_key(
+        manifest_key(
             &self.request,
             raw_digest,
-            &canon_identity(&self.args.canon),
+            &self.args.canon,
             self.args.module_name.as_deref(),
-            Some(&self.digest_cache),
-        )?)
+            &self.digest_cache,
+        )
     }
 
     /// A direct-mode hit, served (`None`: the module must be canonicalized). A regular file is
@@ -185,10 +185,24 @@ impl<'a> Exec<'a> {
     }
 }
 
-/// The canonicalizer's version and options: what else maps raw bytes to a canonical key (part
-/// of every direct-mode manifest key).
-pub fn canon_identity(canon: &CanonFlags) -> String {
-    format!("{} {canon:?}", env!("CARGO_PKG_VERSION"))
+/// The direct-mode manifest key of `request` (exec's or wrap's) for the digest of its input's
+/// raw bytes. Besides the exec key's entries it covers the canonicalizer's version and options
+/// and the module-name override: what else maps raw bytes to a canonical key.
+pub fn manifest_key(
+    request: &ExecRequest,
+    raw_digest: &[u8; 32],
+    canon: &CanonFlags,
+    module_name: Option<&str>,
+    digest_cache: &Path,
+) -> Result<CacheKey, CliError> {
+    let canon_identity = format!("{} {canon:?}", env!("CARGO_PKG_VERSION"));
+    Ok(mck_exec::direct_key(
+        request,
+        raw_digest,
+        &canon_identity,
+        module_name,
+        Some(digest_cache),
+    )?)
 }
 
 /// The exit code of a finished exec (a conflict is reported here).

@@ -5,7 +5,6 @@
 
 use sha2::{Digest, Sha256};
 use std::os::unix::fs::FileExt;
-use std::path::Path;
 
 /// Bytes per block.
 const BLOCK: usize = 4 << 20;
@@ -39,13 +38,6 @@ pub fn of_file(file: &std::fs::File, len: u64) -> std::io::Result<[u8; 32]> {
         }
         Ok(hasher.finalize().into())
     })
-}
-
-/// The digest of a file by path (for tests and callers without an open file).
-pub fn of_path(path: &Path) -> std::io::Result<[u8; 32]> {
-    let file = std::fs::File::open(path)?;
-    let len = file.metadata()?.len();
-    of_file(&file, len)
 }
 
 /// Plain SHA-256 for one block; else the tree, each block hashed by `hash_block` on one of
@@ -96,6 +88,11 @@ fn combine<E: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn of_path(path: &std::path::Path) -> std::io::Result<[u8; 32]> {
+        let file = std::fs::File::open(path)?;
+        of_file(&file, file.metadata()?.len())
+    }
 
     #[test]
     fn file_and_memory_agree_around_block_boundaries() {

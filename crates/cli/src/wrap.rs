@@ -5,7 +5,7 @@
 
 use crate::compilers;
 use crate::error::CliError;
-use crate::exec::{canon_identity, finished_code};
+use crate::exec::{finished_code, manifest_key};
 use crate::flags::{CanonFlags, InputFormat, KernelArg};
 use crate::input;
 use crate::settings::CacheOptions;
@@ -138,13 +138,7 @@ impl Wrap {
         canon: &CanonFlags,
         raw_digest: &[u8; 32],
     ) -> Result<CacheKey, CliError> {
-        Ok(mck_exec::direct_key(
-            &self.request,
-            raw_digest,
-            &canon_identity(canon),
-            None,
-            Some(&self.digest_cache),
-        )?)
+        manifest_key(&self.request, raw_digest, canon, None, &self.digest_cache)
     }
 
     /// A direct-mode hit, served (`None`: the module must be canonicalized; an input that can

@@ -1,16 +1,14 @@
 //! A miss explained against the nearest stored entry of the same module.
 
 use mck_key::KeyRecord;
-use mck_store::{CacheKey, Digest, ListFilter, SortBy, Store};
+use mck_store::{CacheKey, Digest, ListFilter, Store};
 
 /// Logs, at info, what moved between `record` and the most recently used entry of the same
 /// module name (nothing when there is none).
 pub fn explain_miss(store: &Store, key: &CacheKey, record: &KeyRecord) {
     let filter = ListFilter {
-        name_glob: Some(glob_escape(key.name())),
-        sort: SortBy::LastUsed,
         limit: Some(1),
-        ..ListFilter::default()
+        ..ListFilter::module(key.name())
     };
     let Ok(nearest) = store.list(&filter) else {
         return;
@@ -50,14 +48,4 @@ fn miss_reason(explanation: &mck_key::explain::Explanation) -> &'static str {
         Some("accelerator_config") => "device",
         Some(_) => "other",
     }
-}
-
-/// SQLite GLOB metacharacters in a name, escaped as one-character classes.
-fn glob_escape(name: &str) -> String {
-    name.chars()
-        .map(|c| match c {
-            '*' | '?' | '[' | ']' => format!("[{c}]"),
-            c => c.to_string(),
-        })
-        .collect()
 }

@@ -360,17 +360,17 @@ impl Store {
         self.record_published(key, meta, artefact_size, size, now, path)
     }
 
-    /// Publishes a verified entry file staged in `v1/tmp/` (an import), as
-    /// [`Store::publish_parts`] does with bytes.
+    /// Publishes a verified entry file staged in `v1/tmp/` (an import, a streamed put), used
+    /// at `now`, as [`Store::publish_parts`] does with bytes.
     pub(super) fn publish_file(
         &self,
         key: &CacheKey,
         meta: &EntryMeta,
         size: u64,
         tmp: tempfile::NamedTempFile,
+        now: UnixMillis,
     ) -> Result<PutOutcome> {
         let digest = key.digest();
-        let now = self.now();
         fsutil::ensure_private_dir(&self.layout.entry_shard_dir(digest), self.settings.dir_mode)?;
         let path = self.layout.entry_path(digest);
         atomic::persist(

@@ -155,6 +155,25 @@ pub struct ListFilter {
     pub limit: Option<usize>,
 }
 
+impl ListFilter {
+    /// Entries of exactly the module `name` (GLOB metacharacters in it match only
+    /// themselves), most recently used first.
+    pub fn module(name: &str) -> ListFilter {
+        let literal = name
+            .chars()
+            .map(|c| match c {
+                '*' | '?' | '[' | ']' => format!("[{c}]"),
+                c => c.to_string(),
+            })
+            .collect();
+        ListFilter {
+            name_glob: Some(literal),
+            sort: SortBy::LastUsed,
+            ..ListFilter::default()
+        }
+    }
+}
+
 /// Why an index could not be used as it is.
 #[derive(Debug)]
 pub enum OpenFailure {

@@ -15,6 +15,16 @@ use super::clock::UnixMillis;
 use super::error::StoreError;
 use super::fsutil;
 
+/// Where `path` goes in `quarantine_dir`: its name, the time and this process, so files moved
+/// aside at different times (or by racing processes) never overwrite each other.
+pub(crate) fn destination(quarantine_dir: &Path, path: &Path, now: UnixMillis) -> PathBuf {
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "unnamed".to_owned());
+    quarantine_dir.join(format!("{file_name}.{now}.{}", std::process::id()))
+}
+
 /// Moves `path` into `quarantine_dir` unless it is no longer the inode described by `seen`.
 /// Returns the new path, or `None` when the file was already gone or replaced.
 pub fn quarantine(
@@ -32,11 +42,7 @@ pub fn quarantine(
             Err(e) => return Err(StoreError::io("inspect", path, e)),
         }
     }
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "unnamed".to_owned());
-    let dest = quarantine_dir.join(format!("{file_name}.{now}.{}", std::process::id()));
+    let dest = destination(quarantine_dir, path, now);
     match fs::rename(path, &dest) {
         Ok(()) => {
             warn!(

@@ -198,13 +198,7 @@ fn move_index_aside(layout: &Layout, now: UnixMillis) -> Result<()> {
         let mut p = base.as_os_str().to_owned();
         p.push(suffix);
         let p = PathBuf::from(p);
-        let name = p
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let dest = layout
-            .quarantine_dir()
-            .join(format!("{name}.{now}.{}", std::process::id()));
+        let dest = super::quarantine::destination(layout.quarantine_dir(), &p, now);
         match fs::rename(&p, &dest) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}

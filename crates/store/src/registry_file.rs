@@ -238,13 +238,7 @@ fn move_aside(
     {
         return Ok(None);
     }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let dest = layout
-        .quarantine_dir()
-        .join(format!("{name}.{now}.{}", std::process::id()));
+    let dest = super::quarantine::destination(layout.quarantine_dir(), path, now);
     match fs::rename(path, &dest) {
         Ok(()) => {
             warn!(

@@ -10,10 +10,8 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use super::cache::{PutOutcome, Store};
-use super::clock::ms_to_system_time;
 use super::entry::{self, EntryMeta, EntryState};
 use super::error::{Result, StoreError};
-use super::fsutil;
 use super::key::CacheKey;
 use super::tiered::Tiered;
 
@@ -75,17 +73,7 @@ impl Store {
             ));
         }
         let size = prefix.len() as u64 + len;
-        let digest = key.digest();
-        fsutil::ensure_private_dir(&self.layout.entry_shard_dir(digest), self.settings.dir_mode)?;
-        let path = self.layout.entry_path(digest);
-        super::atomic::persist(
-            tmp,
-            &path,
-            self.file_mode(),
-            ms_to_system_time(now),
-            self.settings.fsync,
-        )?;
-        self.record_published(key, &meta, len, size, now, path)
+        self.publish_file(key, &meta, size, tmp, now)
     }
 }
 

@@ -679,6 +679,48 @@ fn cache_dir_owned_by_another_user_is_refused() {
     );
 }
 
+/// `ListFilter::module` lists one module's entries: GLOB metacharacters in its name match only
+/// themselves, and the most recently used comes first.
+#[test]
+fn a_module_filter_matches_the_name_literally() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let store = open_at(dir.path(), &c, |_| {});
+    for (i, name) in ["jit_[a]", "jit_a", "jit_x*", "jit_xy", "jit_?", "jit_x*"]
+        .iter()
+        .enumerate()
+    {
+        store
+            .put(
+                &key(name, &i.to_string()),
+                &payload(i as u64, 10),
+                &json!({}),
+            )
+            .unwrap();
+        c.advance(Duration::from_secs(1));
+    }
+    let listed = |name: &str| -> Vec<(String, String)> {
+        store
+            .list(&ListFilter::module(name))
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name, e.key))
+            .collect()
+    };
+    for name in ["jit_[a]", "jit_?", "jit_a"] {
+        let found: Vec<String> = listed(name).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(found, [name], "{name}");
+    }
+    let stars = listed("jit_x*");
+    assert_eq!(stars.len(), 2, "{stars:?}");
+    assert!(stars.iter().all(|(name, _)| name == "jit_x*"), "{stars:?}");
+    assert_eq!(
+        stars[0].1,
+        key("jit_x*", "5").to_string(),
+        "most recently used first"
+    );
+}
+
 #[test]
 fn list_filters_sorts_and_limits() {
     let dir = tempfile::tempdir().unwrap();

@@ -70,7 +70,7 @@ impl Store {
         let artefacts = staged.len();
         for (name, s) in staged {
             let key = CacheKey::parse(&s.meta.key)?;
-            self.publish_file(&key, &s.meta, s.size, s.file)
+            self.publish_file(&key, &s.meta, s.size, s.file, self.now())
                 .map_err(|e| bad(format!("cannot store {name}: {e}")))?;
         }
         registry.import_run(&manifest.run, manifest.created_ms, &manifest.entries)?;
