@@ -67,10 +67,10 @@ pub fn canonicalize(input: &[u8], options: &Options) -> Result<Canonical, HloErr
         report: Report::default(),
     };
     let bytes = cx.message(&[(input, 0)], &Path::Root, Msg::HloModule)?;
-    let name = wire::parse(&bytes, 0, "")?
+    let name = wire::parse(&bytes, 0)?
         .iter()
         .find(|f| f.number == 1)
-        .map(|f| String::from_utf8_lossy(f.payload).into_owned())
+        .map(|f| String::from_utf8_lossy(f.payload()).into_owned())
         .unwrap_or_default();
     Ok(Canonical {
         bytes,
@@ -135,7 +135,9 @@ impl Cx {
     ) -> Result<Vec<u8>, HloError> {
         let mut fields = Vec::new();
         for (buf, base) in parts {
-            fields.extend(wire::parse(buf, *base, "").map_err(|e| e.at(&path.render()))?);
+            fields.extend(
+                wire::parse(buf, *base).map_err(|e| HloError::from_wire(e, path.render()))?,
+            );
         }
         fields.sort_by_key(|f| f.number);
         let mut out = Vec::with_capacity(parts.iter().map(|(b, _)| b.len()).sum());
@@ -145,7 +147,7 @@ impl Cx {
             let Some(info) = schema::lookup(msg, number) else {
                 self.report.unknown_fields += group.len();
                 for f in group {
-                    out.extend_from_slice(f.raw);
+                    out.extend_from_slice(&f.raw);
                 }
                 continue;
             };
@@ -190,7 +192,7 @@ impl Cx {
             (Card::One, Kind::Msg(sub)) => {
                 let parts: Vec<_> = group
                     .iter()
-                    .map(|f| (f.payload, f.payload_offset))
+                    .map(|f| (f.payload(), f.payload_offset()))
                     .collect();
                 let inner = self.message(&parts, &here, sub)?;
                 wire::put_len(out, number, &inner);
@@ -198,7 +200,7 @@ impl Cx {
             (Card::One, Kind::Opaque(_)) => {
                 let payload: Vec<u8> = group
                     .iter()
-                    .flat_map(|f| f.payload.iter().copied())
+                    .flat_map(|f| f.payload().iter().copied())
                     .collect();
                 wire::put_len(out, number, &payload);
             }
@@ -219,7 +221,7 @@ impl Cx {
                         name: info.name,
                         index: Some(i),
                     };
-                    let inner = self.message(&[(f.payload, f.payload_offset)], &at, sub)?;
+                    let inner = self.message(&[(f.payload(), f.payload_offset())], &at, sub)?;
                     wire::put_len(out, number, &inner);
                 }
             }
@@ -232,7 +234,7 @@ impl Cx {
                         name: info.name,
                         index: Some(i),
                     };
-                    let inner = self.message(&[(f.payload, f.payload_offset)], &at, sub)?;
+                    let inner = self.message(&[(f.payload(), f.payload_offset())], &at, sub)?;
                     entries.insert(map_key(&inner, sub), inner);
                 }
                 for inner in entries.values() {
@@ -241,13 +243,13 @@ impl Cx {
             }
             (_, Kind::Opaque(_) | Kind::Bytes) => {
                 for f in group {
-                    wire::put_len(out, number, f.payload);
+                    wire::put_len(out, number, f.payload());
                 }
             }
             (_, Kind::Str) => {
                 for f in group {
                     utf8(f, &here)?;
-                    wire::put_len(out, number, f.payload);
+                    wire::put_len(out, number, f.payload());
                 }
             }
             // Repeated numbers.
@@ -314,16 +316,16 @@ fn scalar(
         }
         Kind::Float | Kind::Double => {
             // +0.0 is the default; -0.0 is a value.
-            if f.payload.iter().any(|&b| b != 0) || keep_zero {
-                wire::put_fixed(out, info.number, f.wire_type, f.payload);
+            if f.payload().iter().any(|&b| b != 0) || keep_zero {
+                wire::put_fixed(out, info.number, f.wire_type, f.payload());
             }
         }
         Kind::Str | Kind::Bytes => {
             if info.kind == Kind::Str {
                 utf8(f, path)?;
             }
-            if !f.payload.is_empty() || keep_zero {
-                wire::put_len(out, info.number, f.payload);
+            if !f.payload().is_empty() || keep_zero {
+                wire::put_len(out, info.number, f.payload());
             }
         }
         // Messages are written by the caller.
@@ -349,28 +351,28 @@ fn packed(
         match (f.wire_type, width) {
             (WireType::LengthDelimited, 0) => {
                 let mut pos = 0;
-                while pos < f.payload.len() {
-                    let v = wire::read_varint(f.payload, &mut pos, f.payload_offset, "")
-                        .map_err(|e| e.at(&path.render()))?;
+                while pos < f.payload().len() {
+                    let v = wire::read_varint(f.payload(), &mut pos, f.payload_offset())
+                        .map_err(|e| HloError::from_wire(e, path.render()))?;
                     wire::put_raw_varint(&mut payload, normalize(info.kind, v));
                 }
             }
             (WireType::LengthDelimited, w) => {
-                if f.payload.len() % w != 0 {
+                if f.payload().len() % w != 0 {
                     return Err(HloError::NotHlo {
                         reason: format!(
                             "packed values of {} bytes in {} bytes",
                             w,
-                            f.payload.len()
+                            f.payload().len()
                         ),
-                        offset: f.payload_offset,
+                        offset: f.payload_offset(),
                         path: path.render(),
                     });
                 }
-                payload.extend_from_slice(f.payload);
+                payload.extend_from_slice(f.payload());
             }
             (_, 0) => wire::put_raw_varint(&mut payload, normalize(info.kind, varint(f, path)?)),
-            _ => payload.extend_from_slice(f.payload),
+            _ => payload.extend_from_slice(f.payload()),
         }
     }
     if !payload.is_empty() {
@@ -381,17 +383,17 @@ fn packed(
 
 fn varint(f: &Field, path: &Path) -> Result<u64, HloError> {
     f.varint().ok_or_else(|| HloError::BadVarint {
-        offset: f.payload_offset,
+        offset: f.payload_offset(),
         path: path.render(),
     })
 }
 
 fn utf8(f: &Field, path: &Path) -> Result<(), HloError> {
-    match std::str::from_utf8(f.payload) {
+    match std::str::from_utf8(f.payload()) {
         Ok(_) => Ok(()),
         Err(e) => Err(HloError::NotHlo {
             reason: "a string that is not UTF-8".into(),
-            offset: f.payload_offset + e.valid_up_to(),
+            offset: f.payload_offset() + e.valid_up_to(),
             path: path.render(),
         }),
     }
@@ -400,7 +402,7 @@ fn utf8(f: &Field, path: &Path) -> Result<(), HloError> {
 /// A map entry always carries its key and value (as protobuf writes them), even when the input
 /// left a default out.
 fn complete_entry(out: Vec<u8>, msg: Msg) -> Vec<u8> {
-    let Ok(fields) = wire::parse(&out, 0, "") else {
+    let Ok(fields) = wire::parse(&out, 0) else {
         return out;
     };
     let has = |n: u32| fields.iter().any(|f| f.number == n);
@@ -416,24 +418,24 @@ fn complete_entry(out: Vec<u8>, msg: Msg) -> Vec<u8> {
     }
     let (before, after): (Vec<&Field>, Vec<&Field>) = fields.iter().partition(|f| f.number < 2);
     for f in before {
-        full.extend_from_slice(f.raw);
+        full.extend_from_slice(&f.raw);
     }
     if !has(2) {
         wire::put_len(&mut full, 2, b"");
     }
     for f in after {
-        full.extend_from_slice(f.raw);
+        full.extend_from_slice(&f.raw);
     }
     full
 }
 
 /// The key of a canonical map entry (absent: the default).
 fn map_key(entry: &[u8], msg: Msg) -> MapKey {
-    let key = wire::parse(entry, 0, "")
+    let key = wire::parse(entry, 0)
         .ok()
         .and_then(|fields| fields.into_iter().find(|f| f.number == 1));
     match msg {
         Msg::SequencesEntry => MapKey::Int(key.and_then(|f| f.varint()).unwrap_or(0) as i64),
-        _ => MapKey::Str(key.map(|f| f.payload.to_vec()).unwrap_or_default()),
+        _ => MapKey::Str(key.map(|f| f.payload().to_vec()).unwrap_or_default()),
     }
 }

@@ -16,14 +16,15 @@
 //!
 //! Malformed input (truncated, wrong wire types, lengths past the end) is an [`HloError`]
 //! naming the byte offset and field path; nothing here panics or allocates more than the input
-//! holds.
+//! holds. The wire format itself is mck-protowire's.
 
 mod canon;
 mod error;
 pub mod schema;
 mod text;
 pub mod tree;
-mod wire;
+
+use mck_protowire as wire;
 
 pub use canon::{Canonical, Options, Report, canonicalize};
 pub use error::HloError;
@@ -36,7 +37,7 @@ pub fn sniff(bytes: &[u8]) -> bool {
     if bytes.starts_with(b"ML\xefR") {
         return false;
     }
-    let Ok(fields) = wire::parse(bytes, 0, "") else {
+    let Ok(fields) = wire::parse(bytes, 0) else {
         return false;
     };
     let mut computations = 0;
@@ -52,9 +53,9 @@ pub fn sniff(bytes: &[u8]) -> bool {
             }
         }
         match f.number {
-            1 => name = std::str::from_utf8(f.payload).is_ok(),
+            1 => name = std::str::from_utf8(f.payload()).is_ok(),
             3 => {
-                if wire::parse(f.payload, 0, "").is_err() {
+                if wire::parse(f.payload(), 0).is_err() {
                     return false;
                 }
                 computations += 1;

@@ -167,12 +167,12 @@ fn check_known(msg: Msg, fields: &[Field], path: &str) -> Result<(), OptionsErro
     Ok(())
 }
 
-fn normalize_build_options(
-    fields: Vec<Field>,
+fn normalize_build_options<'a>(
+    fields: Vec<Field<'a>>,
     path: &str,
     opts: &NormalizeOptions,
     changes: &mut Vec<Change>,
-) -> Result<Vec<Field>, OptionsError> {
+) -> Result<Vec<Field<'a>>, OptionsError> {
     check_known(Msg::ExecutableBuildOptions, &fields, path)?;
     let (debug, rest): (Vec<Field>, Vec<Field>) = fields.into_iter().partition(|f| f.number == 3);
     let (assignment, mut rest): (Vec<Field>, Vec<Field>) =
@@ -211,11 +211,11 @@ fn normalize_build_options(
 }
 
 /// Sets the 20 fields to their zero value; each ends up present exactly once.
-fn reset_debug_options(
-    fields: Vec<Field>,
+fn reset_debug_options<'a>(
+    fields: Vec<Field<'a>>,
     path: &str,
     changes: &mut Vec<Change>,
-) -> Result<Vec<Field>, OptionsError> {
+) -> Result<Vec<Field<'a>>, OptionsError> {
     check_known(Msg::DebugOptions, &fields, path)?;
     let mut fields = fields;
     for name in RESET_DEBUG_OPTIONS {
@@ -314,14 +314,16 @@ fn rebuild_device_assignment(
         });
     }
     let mut out = Vec::new();
-    out.extend(Field::new_varint(1, replicas as u64).raw);
-    out.extend(Field::new_varint(2, computations as u64).raw);
+    wire::put_varint(&mut out, 1, replicas as u64);
+    wire::put_varint(&mut out, 2, computations as u64);
     for ids in &new {
         let mut packed = Vec::new();
         for &id in ids {
-            prost::encoding::encode_varint(id as u64, &mut packed);
+            wire::put_raw_varint(&mut packed, id as u64);
         }
-        out.extend(Field::new_len(3, &Field::new_len(1, &packed).raw).raw);
+        let mut device = Vec::new();
+        wire::put_len(&mut device, 1, &packed);
+        wire::put_len(&mut out, 3, &device);
     }
     Ok(out)
 }
@@ -336,7 +338,7 @@ fn replica_ids(device: &[Field], path: &str) -> Result<Vec<i64>, OptionsError> {
                 let payload = f.payload();
                 let mut pos = 0;
                 while pos < payload.len() {
-                    let id = wire::read_varint(payload, &mut pos, f.payload_offset(), path)?;
+                    let id = wire::packed_varint(payload, &mut pos, f.payload_offset(), path)?;
                     ids.push(id as i64);
                 }
             }
@@ -361,10 +363,10 @@ fn matrix(by_computation: &[Vec<i64>], replicas: usize) -> String {
 
 /// Drops excluded entries, keeps the last entry per key, and writes entries sorted by key
 /// (what deterministic serialization does), each as `key` then `value`.
-fn normalize_env_overrides(
-    entries: Vec<Field>,
+fn normalize_env_overrides<'a>(
+    entries: Vec<Field<'a>>,
     changes: &mut Vec<Change>,
-) -> Result<Vec<Field>, OptionsError> {
+) -> Result<Vec<Field<'a>>, OptionsError> {
     let path = "env_option_overrides";
     let mut by_key: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut input_order = Vec::new();
@@ -403,8 +405,9 @@ fn normalize_env_overrides(
             });
             continue;
         }
-        let mut entry = Field::new_len(1, &key).raw;
-        entry.extend(Field::new_len(2, &value).raw);
+        let mut entry = Vec::new();
+        wire::put_len(&mut entry, 1, &key);
+        wire::put_len(&mut entry, 2, &value);
         out.push(Field::new_len(7, &entry));
         kept.push(key);
     }

@@ -240,7 +240,7 @@ fn elements(kind: Kind, f: &Field, path: &str) -> Result<Vec<String>, OptionsErr
             WireType::ThirtyTwoBit => 4,
             WireType::SixtyFourBit => 8,
             _ => {
-                wire::read_varint(payload, &mut pos, base, path)?;
+                wire::packed_varint(payload, &mut pos, base, path)?;
                 0
             }
         };
