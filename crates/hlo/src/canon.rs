@@ -1,4 +1,5 @@
-//! Canonicalization: clear the debug fields, keep everything else, encode deterministically.
+//! Canonicalization: clear the debug fields, renumber the ids, keep everything else, encode
+//! deterministically.
 //!
 //! The described messages (see [`crate::schema`]) are opened and rewritten: fields in number
 //! order (unknown ones by number too, byte for byte), a singular message seen several times
@@ -7,13 +8,15 @@
 //! numbers packed, map entries sorted by key with the last of equal keys kept. What XLA writes
 //! is already in this form, so for its output only the cleared fields change; two encodings of
 //! the same message become the same bytes. Messages the table does not describe (shapes,
-//! literals, shardings, backend configs…) are kept byte for byte.
+//! literals, shardings, backend configs…) are kept byte for byte. Ids are renumbered as
+//! [`crate::ids`] describes, or kept when that cannot be done with certainty.
 
 use std::collections::BTreeMap;
 
 use prost::encoding::WireType;
 
 use crate::HloError;
+use crate::ids::{self, Ids, Role};
 use crate::schema::{self, Card, FieldInfo, Kind, Msg};
 use crate::wire::{self, Field};
 
@@ -22,6 +25,8 @@ use crate::wire::{self, Field};
 pub struct Options {
     /// Keep the debug fields (source locations, stack frames), like `--keep-locations`.
     pub keep_locations: bool,
+    /// Keep module, computation and instruction ids as they are (no renumbering).
+    pub keep_ids: bool,
 }
 
 /// What canonicalization saw and did.
@@ -35,6 +40,11 @@ pub struct Report {
     pub cleared_stack_frame_index: bool,
     /// Fields the table does not know (a newer XLA's), kept as they are.
     pub unknown_fields: usize,
+    /// Whether computation and instruction ids were renumbered.
+    pub renumbered_ids: bool,
+    /// Why they were kept although renumbering was asked for (a dangling reference, a field
+    /// that may hold ids unseen); the module id is reset all the same.
+    pub ids_kept: Option<String>,
 }
 
 /// A canonical HloModuleProto.
@@ -62,11 +72,24 @@ impl Canonical {
 
 /// Canonicalizes a serialized `xla.HloModuleProto`.
 pub fn canonicalize(input: &[u8], options: &Options) -> Result<Canonical, HloError> {
-    let mut cx = Cx {
-        options: *options,
-        report: Report::default(),
+    let ids = match options.keep_ids {
+        true => Renumber::Keep,
+        false => match Ids::plan(input) {
+            Ok(ids) => Renumber::All(ids),
+            Err(why) => Renumber::ModuleOnly(why),
+        },
     };
-    let bytes = cx.message(&[(input, 0)], &Path::Root, Msg::HloModule)?;
+    let mut cx = Cx::new(*options, ids);
+    let mut bytes = cx.message(&[(input, 0)], &Path::Root, Msg::HloModule)?;
+    if let Some(why) = cx.unresolved.take() {
+        // Fail closed: the whole module again, its ids as they are.
+        cx = Cx::new(*options, Renumber::ModuleOnly(why));
+        bytes = cx.message(&[(input, 0)], &Path::Root, Msg::HloModule)?;
+    }
+    cx.report.renumbered_ids = matches!(cx.ids, Renumber::All(_));
+    if let Renumber::ModuleOnly(why) = cx.ids {
+        cx.report.ids_kept = Some(why);
+    }
     let name = wire::parse(&bytes, 0)?
         .iter()
         .find(|f| f.number == 1)
@@ -115,6 +138,21 @@ impl Path<'_> {
 struct Cx {
     options: Options,
     report: Report,
+    ids: Renumber,
+    /// The index of the computation whose instruction ids are being read.
+    scope: Option<usize>,
+    /// The first reason renumbering cannot be done with certainty, found while writing.
+    unresolved: Option<String>,
+}
+
+/// How ids are written.
+enum Renumber {
+    /// As they are (`Options::keep_ids`).
+    Keep,
+    /// As they are but for the module id, reset; the reason the rest is kept.
+    ModuleOnly(String),
+    /// Renumbered with these maps.
+    All(Ids),
 }
 
 /// A map entry's key, for sorting.
@@ -125,6 +163,23 @@ enum MapKey {
 }
 
 impl Cx {
+    fn new(options: Options, ids: Renumber) -> Self {
+        Cx {
+            options,
+            report: Report::default(),
+            ids,
+            scope: None,
+            unresolved: None,
+        }
+    }
+
+    /// Notes the first reason the ids cannot be renumbered with certainty.
+    fn unresolved(&mut self, why: impl FnOnce() -> String) {
+        if matches!(self.ids, Renumber::All(_)) && self.unresolved.is_none() {
+            self.unresolved = Some(why());
+        }
+    }
+
     /// The canonical bytes of one message given as one or more parts (a singular message seen
     /// several times).
     fn message(
@@ -139,12 +194,23 @@ impl Cx {
                 wire::parse(buf, *base).map_err(|e| HloError::from_wire(e, path.render()))?,
             );
         }
+        if matches!(self.ids, Renumber::All(_)) {
+            // An absent id is 0, and 0 is renumbered too.
+            for &number in ids::implied(msg) {
+                if !fields.iter().any(|f| f.number == number) {
+                    fields.push(Field::new_varint(number, 0));
+                }
+            }
+        }
         fields.sort_by_key(|f| f.number);
         let mut out = Vec::with_capacity(parts.iter().map(|(b, _)| b.len()).sum());
         let entry = matches!(msg, Msg::SequencesEntry | Msg::FrontendAttributesEntry);
         for group in fields.chunk_by(|a, b| a.number == b.number) {
             let number = group[0].number;
             let Some(info) = schema::lookup(msg, number) else {
+                if ids::may_hold_ids(msg) {
+                    self.unresolved(|| format!("{}: field #{number} is unknown", msg.proto_name()));
+                }
                 self.report.unknown_fields += group.len();
                 for f in group {
                     out.extend_from_slice(&f.raw);
@@ -166,7 +232,23 @@ impl Cx {
                 }
                 continue;
             }
-            self.field(&mut out, info, group, path, entry)?;
+            if msg == Msg::HloModule
+                && let Some((_, name)) = ids::UNREWRITTEN.iter().find(|(n, _)| *n == number)
+            {
+                self.unresolved(|| format!("the module has {name}, which may refer to ids"));
+            }
+            match (&self.ids, ids::role(msg, number)) {
+                (Renumber::Keep, _) | (_, None) => {
+                    self.field(&mut out, info, group, path, entry)?
+                }
+                (_, Some(Role::Module)) => {}
+                (Renumber::ModuleOnly(_), Some(_)) => {
+                    self.field(&mut out, info, group, path, entry)?
+                }
+                (Renumber::All(_), Some(role)) => {
+                    self.id_field(&mut out, info, role, group, &here)?
+                }
+            }
         }
         if entry {
             out = complete_entry(out, msg);
@@ -212,7 +294,10 @@ impl Cx {
             (Card::Many, Kind::Msg(sub)) => {
                 for (i, f) in group.iter().enumerate() {
                     match sub {
-                        Msg::HloComputation => self.report.computations += 1,
+                        Msg::HloComputation => {
+                            self.report.computations += 1;
+                            self.scope = Some(i);
+                        }
                         Msg::HloInstruction => self.report.instructions += 1,
                         _ => {}
                     }
@@ -254,6 +339,59 @@ impl Cx {
             }
             // Repeated numbers.
             (_, _) => packed(out, info, group, &here)?,
+        }
+        Ok(())
+    }
+}
+
+impl Cx {
+    /// Writes an id field renumbered: one value (always, ids are never 0) or a packed run.
+    fn id_field(
+        &mut self,
+        out: &mut Vec<u8>,
+        info: &FieldInfo,
+        role: Role,
+        group: &[Field],
+        path: &Path,
+    ) -> Result<(), HloError> {
+        let Renumber::All(ids) = &self.ids else {
+            return Ok(());
+        };
+        let mut values = varints(info, group, path)?;
+        if info.card == Card::One {
+            values = values.split_off(values.len().saturating_sub(1));
+        }
+        let mut scope = self.scope;
+        let mut unresolved = None;
+        for v in values.iter_mut() {
+            let new = match role {
+                Role::Module => None,
+                Role::Computation => ids.computation(*v).map(|(_, new)| new),
+                Role::ScheduleKey => ids.computation(*v).map(|(index, new)| {
+                    scope = Some(index);
+                    new
+                }),
+                Role::Instruction => ids.instruction(scope, *v),
+            };
+            match new {
+                Some(new) => *v = new,
+                None => unresolved = Some(*v),
+            }
+        }
+        self.scope = scope;
+        if let Some(old) = unresolved {
+            self.unresolved(|| format!("{}: id {old} refers to nothing", path.render()));
+        }
+        if info.card == Card::One {
+            if let Some(&v) = values.first() {
+                wire::put_varint(out, info.number, v);
+            }
+        } else if !values.is_empty() {
+            let mut payload = Vec::new();
+            for v in values {
+                wire::put_raw_varint(&mut payload, v);
+            }
+            wire::put_len(out, info.number, &payload);
         }
         Ok(())
     }
@@ -347,38 +485,47 @@ fn packed(
         _ => 0,
     };
     let mut payload = Vec::new();
-    for f in group {
-        match (f.wire_type, width) {
-            (WireType::LengthDelimited, 0) => {
-                let mut pos = 0;
-                while pos < f.payload().len() {
-                    let v = wire::read_varint(f.payload(), &mut pos, f.payload_offset())
-                        .map_err(|e| HloError::from_wire(e, path.render()))?;
-                    wire::put_raw_varint(&mut payload, normalize(info.kind, v));
-                }
-            }
-            (WireType::LengthDelimited, w) => {
-                if f.payload().len() % w != 0 {
-                    return Err(HloError::NotHlo {
-                        reason: format!(
-                            "packed values of {} bytes in {} bytes",
-                            w,
-                            f.payload().len()
-                        ),
-                        offset: f.payload_offset(),
-                        path: path.render(),
-                    });
-                }
-                payload.extend_from_slice(f.payload());
-            }
-            (_, 0) => wire::put_raw_varint(&mut payload, normalize(info.kind, varint(f, path)?)),
-            _ => payload.extend_from_slice(f.payload()),
+    if width == 0 {
+        for v in varints(info, group, path)? {
+            wire::put_raw_varint(&mut payload, v);
         }
+    }
+    for f in group.iter().filter(|_| width > 0) {
+        if f.wire_type == WireType::LengthDelimited && f.payload().len() % width != 0 {
+            return Err(HloError::NotHlo {
+                reason: format!(
+                    "packed values of {} bytes in {} bytes",
+                    width,
+                    f.payload().len()
+                ),
+                offset: f.payload_offset(),
+                path: path.render(),
+            });
+        }
+        payload.extend_from_slice(f.payload());
     }
     if !payload.is_empty() {
         wire::put_len(out, info.number, &payload);
     }
     Ok(())
+}
+
+/// The values of a varint field, packed and unpacked occurrences alike, each read as its kind.
+fn varints(info: &FieldInfo, group: &[Field], path: &Path) -> Result<Vec<u64>, HloError> {
+    let mut values = Vec::new();
+    for f in group {
+        if f.wire_type != WireType::LengthDelimited {
+            values.push(normalize(info.kind, varint(f, path)?));
+            continue;
+        }
+        let mut pos = 0;
+        while pos < f.payload().len() {
+            let v = wire::read_varint(f.payload(), &mut pos, f.payload_offset())
+                .map_err(|e| HloError::from_wire(e, path.render()))?;
+            values.push(normalize(info.kind, v));
+        }
+    }
+    Ok(values)
 }
 
 fn varint(f: &Field, path: &Path) -> Result<u64, HloError> {

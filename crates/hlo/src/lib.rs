@@ -1,12 +1,15 @@
 //! Canonical XLA `HloModuleProto` bytes for cache keys, at the protobuf wire level.
 //!
 //! JAX, torch-xla and the Neuron stack hand compilers a serialized `xla.HloModuleProto`. Two
-//! checkouts of one program lower to protos that differ only in debug information: each
-//! instruction's `OpMetadata` source file, line and column (and their end) or its
-//! `stack_frame_id`, and the module's `StackFrameIndexProto`. [`canonicalize`] clears exactly
-//! those (unless [`Options::keep_locations`]), keeps every other field, including fields this
-//! crate's table does not know, and encodes the result deterministically, so the bytes can be
-//! a cache key's computation entry.
+//! checkouts of one program lower to protos that differ only in debug information (each
+//! instruction's `OpMetadata` source file, line and column, and their end, or its
+//! `stack_frame_id`, and the module's `StackFrameIndexProto`) and in ids (the module's, from a
+//! per-process counter; computations' and instructions', from wherever the frontend's counters
+//! stood). [`canonicalize`] clears exactly the debug fields (unless
+//! [`Options::keep_locations`]), renumbers the ids in a canonical order with every reference
+//! rewritten (unless [`Options::keep_ids`]; see `ids.rs`), keeps every other field, including
+//! fields this crate's table does not know, and encodes the result deterministically, so the
+//! bytes can be a cache key's computation entry.
 //!
 //! - [`schema`]: the field table (from jaxlib 0.12.0.1's own descriptors; the revision is
 //!   recorded there);
@@ -20,6 +23,7 @@
 
 mod canon;
 mod error;
+mod ids;
 pub mod schema;
 mod text;
 pub mod tree;
