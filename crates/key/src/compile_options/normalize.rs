@@ -134,19 +134,7 @@ pub fn normalize(input: &[u8], opts: &NormalizeOptions) -> Result<Normalized, Op
     let (env, mut rest): (Vec<Field>, Vec<Field>) = rest.into_iter().partition(|f| f.number == 7);
 
     let path = "executable_build_options";
-    if build.is_empty() {
-        changes.push(Change {
-            path: path.to_string(),
-            old: None,
-            new: Some("{}".to_string()),
-            note: Some(NOTE_CREATED),
-        });
-    }
-    let build_fields = merged_fields(
-        &build.iter().collect::<Vec<_>>(),
-        path,
-        Msg::ExecutableBuildOptions,
-    )?;
+    let build_fields = opened(&build, path, Msg::ExecutableBuildOptions, &mut changes)?;
     let build_fields = normalize_build_options(build_fields, path, opts, &mut changes)?;
     rest.push(Field::new_len(3, &wire::write(&build_fields)));
     rest.extend(normalize_env_overrides(env, &mut changes)?);
@@ -155,6 +143,25 @@ pub fn normalize(input: &[u8], opts: &NormalizeOptions) -> Result<Normalized, Op
         bytes: wire::write(&rest),
         changes,
     })
+}
+
+/// The fields of a singular message JAX always writes, from its occurrences; an absent one is
+/// created empty, and the change says so.
+fn opened<'a>(
+    occurrences: &'a [Field<'_>],
+    path: &str,
+    msg: Msg,
+    changes: &mut Vec<Change>,
+) -> Result<Vec<Field<'a>>, OptionsError> {
+    if occurrences.is_empty() {
+        changes.push(Change {
+            path: path.to_string(),
+            old: None,
+            new: Some("{}".to_string()),
+            note: Some(NOTE_CREATED),
+        });
+    }
+    merged_fields(&occurrences.iter().collect::<Vec<_>>(), path, msg)
 }
 
 /// Rejects known fields of `msg` with a wire type their kind cannot have.
@@ -179,19 +186,7 @@ fn normalize_build_options<'a>(
         rest.into_iter().partition(|f| f.number == 9);
 
     let debug_path = wire::join(path, "debug_options");
-    if debug.is_empty() {
-        changes.push(Change {
-            path: debug_path.clone(),
-            old: None,
-            new: Some("{}".to_string()),
-            note: Some(NOTE_CREATED),
-        });
-    }
-    let debug_fields = merged_fields(
-        &debug.iter().collect::<Vec<_>>(),
-        &debug_path,
-        Msg::DebugOptions,
-    )?;
+    let debug_fields = opened(&debug, &debug_path, Msg::DebugOptions, changes)?;
     let debug_fields = reset_debug_options(debug_fields, &debug_path, changes)?;
     rest.push(Field::new_len(3, &wire::write(&debug_fields)));
 

@@ -272,16 +272,18 @@ pub fn render(kind: Kind, payload: &[u8]) -> String {
         Kind::Int64 => (varint() as i64).to_string(),
         Kind::Uint32 => (varint() as u32).to_string(),
         Kind::Uint64 => varint().to_string(),
-        Kind::Float => match <[u8; 4]>::try_from(payload) {
-            Ok(b) => format!("{:?}", f32::from_le_bytes(b)),
-            Err(_) => hex_bytes(payload),
-        },
-        Kind::Double => match <[u8; 8]>::try_from(payload) {
-            Ok(b) => format!("{:?}", f64::from_le_bytes(b)),
-            Err(_) => hex_bytes(payload),
-        },
+        Kind::Float => fixed(payload, |b| format!("{:?}", f32::from_le_bytes(b))),
+        Kind::Double => fixed(payload, |b| format!("{:?}", f64::from_le_bytes(b))),
         Kind::Str | Kind::Bytes => quote(payload),
         Kind::Msg(_) | Kind::Opaque => hex_bytes(payload),
+    }
+}
+
+/// A fixed-width value as `show` reads it, or its bytes in hex when it is not `N` bytes long.
+fn fixed<const N: usize>(payload: &[u8], show: impl Fn([u8; N]) -> String) -> String {
+    match <[u8; N]>::try_from(payload) {
+        Ok(b) => show(b),
+        Err(_) => hex_bytes(payload),
     }
 }
 
@@ -290,14 +292,8 @@ fn render_raw(f: &Field) -> String {
     let p = f.payload();
     match f.wire_type {
         WireType::Varint => render(Kind::Uint64, p),
-        WireType::ThirtyTwoBit => match <[u8; 4]>::try_from(p) {
-            Ok(b) => format!("0x{:08x}", u32::from_le_bytes(b)),
-            Err(_) => hex_bytes(p),
-        },
-        WireType::SixtyFourBit => match <[u8; 8]>::try_from(p) {
-            Ok(b) => format!("0x{:016x}", u64::from_le_bytes(b)),
-            Err(_) => hex_bytes(p),
-        },
+        WireType::ThirtyTwoBit => fixed(p, |b| format!("0x{:08x}", u32::from_le_bytes(b))),
+        WireType::SixtyFourBit => fixed(p, |b| format!("0x{:016x}", u64::from_le_bytes(b))),
         WireType::LengthDelimited => hex_bytes(p),
         WireType::StartGroup | WireType::EndGroup => format!("group {}", hex_bytes(p)),
     }
