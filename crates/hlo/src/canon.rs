@@ -399,32 +399,18 @@ impl Cx {
 
 /// Rejects a known field whose wire type its kind cannot have (repeated numbers may be packed).
 fn check_wire_type(info: &FieldInfo, f: &Field, path: &Path) -> Result<(), HloError> {
-    let scalar = scalar_wire_type(info.kind);
-    let ok = f.wire_type == scalar
-        || (info.card == Card::Many
-            && scalar != WireType::LengthDelimited
-            && f.wire_type == WireType::LengthDelimited);
-    if ok {
+    if info.accepts(f.wire_type) {
         return Ok(());
     }
     Err(HloError::NotHlo {
         reason: format!(
             "wire type {} where {} is expected",
-            f.wire_type as u8, scalar as u8
+            f.wire_type as u8,
+            info.kind.wire_type() as u8
         ),
         offset: f.offset,
         path: path.render(),
     })
-}
-
-/// The wire type of one value of this kind (unpacked).
-pub(crate) fn scalar_wire_type(kind: Kind) -> WireType {
-    match kind {
-        Kind::Bool | Kind::Int32 | Kind::Int64 | Kind::Enum => WireType::Varint,
-        Kind::Float => WireType::ThirtyTwoBit,
-        Kind::Double => WireType::SixtyFourBit,
-        Kind::Str | Kind::Bytes | Kind::Msg(_) | Kind::Opaque(_) => WireType::LengthDelimited,
-    }
 }
 
 /// A varint as its kind reads it: bools are 0 or 1, 32-bit values sign-extended (the 5- and
@@ -446,7 +432,7 @@ fn scalar(
 ) -> Result<(), HloError> {
     let keep_zero = info.presence || entry;
     match info.kind {
-        Kind::Bool | Kind::Int32 | Kind::Int64 | Kind::Enum => {
+        Kind::Bool | Kind::Int32 | Kind::Int64 | Kind::Uint32 | Kind::Uint64 | Kind::Enum => {
             let v = normalize(info.kind, varint(f, path)?);
             if v != 0 || keep_zero {
                 wire::put_varint(out, info.number, v);

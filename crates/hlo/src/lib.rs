@@ -47,14 +47,10 @@ pub fn sniff(bytes: &[u8]) -> bool {
     let mut computations = 0;
     let mut name = false;
     for f in &fields {
-        if let Some(info) = schema::lookup(schema::Msg::HloModule, f.number) {
-            let expected = canon::scalar_wire_type(info.kind);
-            if f.wire_type != expected
-                && !(info.card != schema::Card::One
-                    && f.wire_type == prost::encoding::WireType::LengthDelimited)
-            {
-                return false;
-            }
+        if let Some(info) = schema::lookup(schema::Msg::HloModule, f.number)
+            && !info.accepts(f.wire_type)
+        {
+            return false;
         }
         match f.number {
             1 => name = std::str::from_utf8(f.payload()).is_ok(),

@@ -12,32 +12,14 @@
 //! every other message-typed field is [`Kind::Opaque`] and kept byte for byte. Fields that are
 //! not here at all (a newer XLA's) are kept too.
 
-/// The scalar or message kind of a field, as far as the wire and the text view care.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Bool,
-    Int32,
-    Int64,
-    Float,
-    Double,
-    /// An enum, shown by number.
-    Enum,
-    Str,
-    Bytes,
-    /// A message described in this table.
-    Msg(Msg),
-    /// A message not described here (shapes, literals, shardings…), named by its proto type:
-    /// kept as it is, shown in raw form.
-    Opaque(&'static str),
-}
+pub use mck_protowire::schema::Card;
+use mck_protowire::schema::{self as table, many, map, one, oneof};
 
-/// Whether a field holds one value, many, or a map (repeated key/value entries).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Card {
-    One,
-    Many,
-    Map,
-}
+/// The scalar or message kind of a field (mck-protowire's, over this table's messages).
+pub type Kind = table::Kind<Msg>;
+
+/// One field of a described message.
+pub type FieldInfo = table::FieldInfo<Msg>;
 
 /// The messages this table describes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,55 +74,6 @@ impl Msg {
     }
 }
 
-/// One field: number, name, kind, cardinality, and whether a zero value is still written
-/// (explicit presence: messages and oneof members; proto3 scalars have none).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FieldInfo {
-    pub number: u32,
-    pub name: &'static str,
-    pub kind: Kind,
-    pub card: Card,
-    pub presence: bool,
-}
-
-const fn one(number: u32, name: &'static str, kind: Kind) -> FieldInfo {
-    FieldInfo {
-        number,
-        name,
-        kind,
-        card: Card::One,
-        presence: matches!(kind, Kind::Msg(_) | Kind::Opaque(_)),
-    }
-}
-
-/// A singular scalar in a oneof: a zero value is still a value.
-const fn oneof(number: u32, name: &'static str, kind: Kind) -> FieldInfo {
-    FieldInfo {
-        presence: true,
-        ..one(number, name, kind)
-    }
-}
-
-const fn many(number: u32, name: &'static str, kind: Kind) -> FieldInfo {
-    FieldInfo {
-        number,
-        name,
-        kind,
-        card: Card::Many,
-        presence: false,
-    }
-}
-
-const fn map(number: u32, name: &'static str, entry: Msg) -> FieldInfo {
-    FieldInfo {
-        number,
-        name,
-        kind: Kind::Msg(entry),
-        card: Card::Map,
-        presence: false,
-    }
-}
-
 /// The debug information canonicalization clears (unless locations are kept): where each
 /// instruction came from in the frontend's source, and the module's table of stack frames.
 /// None of it reaches the compiled program.
@@ -179,19 +112,12 @@ pub fn fields(msg: Msg) -> &'static [FieldInfo] {
 
 /// The field of `msg` with this number, if the table knows it.
 pub fn lookup(msg: Msg, number: u32) -> Option<&'static FieldInfo> {
-    let table = fields(msg);
-    table
-        .binary_search_by_key(&number, |f| f.number)
-        .ok()
-        .and_then(|i| table.get(i))
+    table::lookup(fields(msg), number)
 }
 
 /// A field's name for paths and errors: its table name, or `#<number>` when unknown.
 pub fn field_name(msg: Msg, number: u32) -> String {
-    match lookup(msg, number) {
-        Some(info) => info.name.to_string(),
-        None => format!("#{number}"),
-    }
+    table::name_of(lookup(msg, number), number)
 }
 
 use Kind as K;
@@ -390,16 +316,7 @@ mod tests {
     #[test]
     fn tables_are_sorted_unique_and_nonempty() {
         for msg in ALL {
-            let t = fields(msg);
-            assert!(!t.is_empty(), "{msg:?}");
-            for w in t.windows(2) {
-                assert!(
-                    w[0].number < w[1].number,
-                    "{msg:?}: {} then {}",
-                    w[0].number,
-                    w[1].number
-                );
-            }
+            assert_eq!(table::sorted(fields(msg)), Ok(()), "{msg:?}");
         }
     }
 

@@ -4,7 +4,7 @@
 use prost::encoding::WireType;
 
 use crate::HloError;
-use crate::canon::{normalize, scalar_wire_type};
+use crate::canon::normalize;
 use crate::schema::{self, Card, Kind, Msg};
 use crate::wire;
 
@@ -79,7 +79,7 @@ fn message(buf: &[u8], base: usize, msg: Msg) -> Result<Message, HloError> {
             offset: f.offset,
             path: String::new(),
         };
-        let scalar = scalar_wire_type(info.kind);
+        let scalar = info.kind.wire_type();
         if f.wire_type != scalar {
             if info.card == Card::One || f.wire_type != WireType::LengthDelimited {
                 return Err(wrong());
@@ -104,7 +104,7 @@ fn message(buf: &[u8], base: usize, msg: Msg) -> Result<Message, HloError> {
             continue;
         }
         let value = match info.kind {
-            Kind::Bool | Kind::Int32 | Kind::Int64 | Kind::Enum => {
+            Kind::Bool | Kind::Int32 | Kind::Int64 | Kind::Uint32 | Kind::Uint64 | Kind::Enum => {
                 varint(info.kind, f.varint().ok_or_else(wrong)?)
             }
             Kind::Float | Kind::Double => fixed(info.kind, f.payload()),

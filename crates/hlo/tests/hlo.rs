@@ -187,6 +187,8 @@ fn table_matches_the_jaxlib_descriptors() {
             Kind::Bool => "bool".to_string(),
             Kind::Int32 => "int32".into(),
             Kind::Int64 => "int64".into(),
+            Kind::Uint32 => "uint32".into(),
+            Kind::Uint64 => "uint64".into(),
             Kind::Float => "float".into(),
             Kind::Double => "double".into(),
             Kind::Enum => "enum".into(),

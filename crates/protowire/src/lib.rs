@@ -8,11 +8,13 @@
 //!
 //! - [`read`]: [`parse`] a message into fields, [`read_varint`] inside packed values;
 //! - [`write`]: canonical encodings of new fields, and fields written back in order;
+//! - [`schema`]: the tables that name and type a message's fields;
 //! - [`error`]: [`WireError`], and [`error_type!`], which gives a crate its own error enum
 //!   with the wire variants spelled once, here.
 
 pub mod error;
 pub mod read;
+pub mod schema;
 pub mod write;
 
 pub use error::{Problem, WireError, place};

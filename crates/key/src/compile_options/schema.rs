@@ -12,33 +12,15 @@
 
 use super::debug_options_table::DEBUG_OPTIONS;
 
-/// The scalar or message kind of a field, as far as the wire and the text view care.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Bool,
-    Int32,
-    Int64,
-    Uint32,
-    Uint64,
-    Float,
-    Double,
-    /// An enum, shown by number (enum value names are not part of this table).
-    Enum,
-    Str,
-    Bytes,
-    /// A message described in this table.
-    Msg(Msg),
-    /// A message not described here (shapes, topologies, environments): shown as bytes.
-    Opaque,
-}
+use mck_protowire::schema as table;
+pub use mck_protowire::schema::Card;
+pub(super) use mck_protowire::schema::{many, map, one};
 
-/// Whether a field holds one value, many, or a map (repeated entries of a key/value message).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Card {
-    One,
-    Many,
-    Map,
-}
+/// The scalar or message kind of a field (mck-protowire's, over this table's messages).
+pub type Kind = table::Kind<Msg>;
+
+/// One field: number, name, kind and cardinality.
+pub type FieldInfo = table::FieldInfo<Msg>;
 
 /// The messages this table describes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,42 +37,6 @@ pub enum Msg {
     CollectiveFilter,
     /// The entry of every `map<string, string>` in DebugOptions.
     StringMapEntry,
-}
-
-/// One field: number, name, kind and cardinality.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FieldInfo {
-    pub number: u32,
-    pub name: &'static str,
-    pub kind: Kind,
-    pub card: Card,
-}
-
-pub(super) const fn one(number: u32, name: &'static str, kind: Kind) -> FieldInfo {
-    FieldInfo {
-        number,
-        name,
-        kind,
-        card: Card::One,
-    }
-}
-
-pub(super) const fn many(number: u32, name: &'static str, kind: Kind) -> FieldInfo {
-    FieldInfo {
-        number,
-        name,
-        kind,
-        card: Card::Many,
-    }
-}
-
-pub(super) const fn map(number: u32, name: &'static str, entry: Msg) -> FieldInfo {
-    FieldInfo {
-        number,
-        name,
-        kind: Kind::Msg(entry),
-        card: Card::Map,
-    }
 }
 
 /// The fields of `msg`, sorted by number.
@@ -112,11 +58,7 @@ pub fn fields(msg: Msg) -> &'static [FieldInfo] {
 
 /// The field of `msg` with this number, if the table knows it.
 pub fn lookup(msg: Msg, number: u32) -> Option<&'static FieldInfo> {
-    let table = fields(msg);
-    table
-        .binary_search_by_key(&number, |f| f.number)
-        .ok()
-        .and_then(|i| table.get(i))
+    table::lookup(fields(msg), number)
 }
 
 /// The field of `msg` with this name, if the table knows it.
@@ -126,14 +68,11 @@ pub fn lookup_name(msg: Msg, name: &str) -> Option<&'static FieldInfo> {
 
 /// A field's name for paths and errors: its table name, or `#<number>` when unknown.
 pub fn field_name(msg: Option<Msg>, number: u32) -> String {
-    match msg.and_then(|m| lookup(m, number)) {
-        Some(info) => info.name.to_string(),
-        None => format!("#{number}"),
-    }
+    table::name_of(msg.and_then(|m| lookup(m, number)), number)
 }
 
 pub(super) static COMPILE_OPTIONS: &[FieldInfo] = &[
-    many(1, "argument_layouts", Kind::Opaque),
+    many(1, "argument_layouts", Kind::Opaque("xla.ShapeProto")),
     one(2, "parameter_is_tupled_arguments", Kind::Bool),
     one(
         3,
@@ -144,7 +83,11 @@ pub(super) static COMPILE_OPTIONS: &[FieldInfo] = &[
     one(5, "profile_version", Kind::Int64),
     one(6, "serialized_multi_slice_config", Kind::Bytes),
     map(7, "env_option_overrides", Msg::EnvOptionOverridesEntry),
-    one(8, "target_config", Kind::Opaque),
+    one(
+        8,
+        "target_config",
+        Kind::Opaque("stream_executor.GpuTargetConfigProto"),
+    ),
     one(9, "allow_in_place_mlir_modification", Kind::Bool),
     one(10, "matrix_unit_operand_precision", Kind::Enum),
     one(11, "compiler_variant", Kind::Str),
@@ -153,7 +96,7 @@ pub(super) static COMPILE_OPTIONS: &[FieldInfo] = &[
 
 pub(super) static EXECUTABLE_BUILD_OPTIONS: &[FieldInfo] = &[
     one(1, "device_ordinal", Kind::Int64),
-    one(2, "result_layout", Kind::Opaque),
+    one(2, "result_layout", Kind::Opaque("xla.ShapeProto")),
     one(3, "debug_options", Kind::Msg(Msg::DebugOptions)),
     one(4, "num_replicas", Kind::Int64),
     one(5, "num_partitions", Kind::Int64),
@@ -164,7 +107,11 @@ pub(super) static EXECUTABLE_BUILD_OPTIONS: &[FieldInfo] = &[
     one(10, "alias_passthrough_params", Kind::Bool),
     one(11, "run_backend_only", Kind::Bool),
     many(12, "allow_spmd_sharding_propagation_to_output", Kind::Bool),
-    one(13, "comp_envs", Kind::Opaque),
+    one(
+        13,
+        "comp_envs",
+        Kind::Opaque("xla.CompilationEnvironmentsProto"),
+    ),
     one(14, "fdo_profile", Kind::Bytes),
     one(15, "device_memory_size", Kind::Int64),
     many(16, "auto_spmd_partitioning_mesh_shape", Kind::Int64),
@@ -179,7 +126,7 @@ pub(super) static EXECUTABLE_BUILD_OPTIONS: &[FieldInfo] = &[
     one(23, "process_count", Kind::Int64),
     one(24, "optimization_level", Kind::Enum),
     one(25, "memory_fitting_level", Kind::Enum),
-    one(27, "gpu_topology", Kind::Opaque),
+    one(27, "gpu_topology", Kind::Opaque("xla.GpuTopologyProto")),
 ];
 
 pub(super) static OPTION_OVERRIDE: &[FieldInfo] = &[
@@ -241,15 +188,7 @@ mod tests {
     fn tables_are_sorted_unique_and_in_range() {
         for msg in ALL {
             let t = fields(msg);
-            assert!(!t.is_empty(), "{msg:?}");
-            for w in t.windows(2) {
-                assert!(
-                    w[0].number < w[1].number,
-                    "{msg:?}: {} then {}",
-                    w[0].number,
-                    w[1].number
-                );
-            }
+            assert_eq!(table::sorted(t), Ok(()), "{msg:?}");
             let mut names: Vec<_> = t.iter().map(|f| f.name).collect();
             names.sort_unstable();
             names.dedup();

@@ -13,7 +13,7 @@ use prost::encoding::WireType;
 
 use super::OptionsError;
 use super::schema::{self, Card, FieldInfo, Kind, Msg};
-use super::wire::{self, Field, check_wire_type, merged_fields, scalar_wire_type};
+use super::wire::{self, Field, check_wire_type, merged_fields};
 
 /// One part of a leaf's position, ordered as the canonical serialization orders fields.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -226,7 +226,7 @@ fn map(
 
 /// The elements of one occurrence of a repeated scalar field, packed or not.
 fn elements(kind: Kind, f: &Field, path: &str) -> Result<Vec<String>, OptionsError> {
-    let scalar = scalar_wire_type(kind);
+    let scalar = kind.wire_type();
     if f.wire_type == scalar {
         return Ok(vec![render(kind, f.payload())]);
     }
@@ -275,7 +275,7 @@ pub fn render(kind: Kind, payload: &[u8]) -> String {
         Kind::Float => fixed(payload, |b| format!("{:?}", f32::from_le_bytes(b))),
         Kind::Double => fixed(payload, |b| format!("{:?}", f64::from_le_bytes(b))),
         Kind::Str | Kind::Bytes => quote(payload),
-        Kind::Msg(_) | Kind::Opaque => hex_bytes(payload),
+        Kind::Msg(_) | Kind::Opaque(_) => hex_bytes(payload),
     }
 }
 
@@ -352,8 +352,11 @@ mod tests {
         assert_eq!(render(Kind::Bool, &[1]), "true");
         assert_eq!(render(Kind::Float, &1.1f32.to_le_bytes()), "1.1");
         assert_eq!(render(Kind::Double, &0.5f64.to_le_bytes()), "0.5");
-        assert_eq!(render(Kind::Opaque, &[0x0a, 0x00]), "<2 bytes: 0a00>");
-        assert_eq!(render(Kind::Opaque, &[]), "<0 bytes>");
+        assert_eq!(
+            render(Kind::Opaque("xla.ShapeProto"), &[0x0a, 0x00]),
+            "<2 bytes: 0a00>"
+        );
+        assert_eq!(render(Kind::Opaque("xla.ShapeProto"), &[]), "<0 bytes>");
     }
 
     #[test]

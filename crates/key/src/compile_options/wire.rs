@@ -6,14 +6,12 @@
 //! names (a newer XLA's option) is written back byte for byte. Only the messages on the
 //! normalization path are ever opened; everything else stays an opaque payload.
 
-use prost::encoding::WireType;
-
 pub use mck_protowire::{
     Field, MAX_GROUP_DEPTH, join, put_len, put_raw_varint, put_varint, sort_by_number, write,
 };
 
 use super::OptionsError;
-use super::schema::{self, Card, FieldInfo, Kind, Msg};
+use super::schema::{self, FieldInfo, Msg};
 
 /// Splits one message into its fields, in input order.
 ///
@@ -63,38 +61,18 @@ pub fn merged_fields<'a>(
 
 /// Rejects a known field whose wire type its kind cannot have.
 pub fn check_wire_type(info: &FieldInfo, f: &Field, path: &str) -> Result<(), OptionsError> {
-    let scalar = scalar_wire_type(info.kind);
-    let ok = match info.card {
-        // Repeated scalars may be packed (length-delimited) or not.
-        Card::Many if scalar != WireType::LengthDelimited => {
-            f.wire_type == scalar || f.wire_type == WireType::LengthDelimited
-        }
-        _ => f.wire_type == scalar,
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(OptionsError::NotCompileOptions {
-            reason: format!(
-                "wire type {} where {} is expected",
-                f.wire_type as u8, scalar as u8
-            ),
-            offset: f.offset,
-            path: path.to_string(),
-        })
+    if info.accepts(f.wire_type) {
+        return Ok(());
     }
-}
-
-/// The wire type of one value of this kind (unpacked).
-pub fn scalar_wire_type(kind: Kind) -> WireType {
-    match kind {
-        Kind::Bool | Kind::Int32 | Kind::Int64 | Kind::Uint32 | Kind::Uint64 | Kind::Enum => {
-            WireType::Varint
-        }
-        Kind::Float => WireType::ThirtyTwoBit,
-        Kind::Double => WireType::SixtyFourBit,
-        Kind::Str | Kind::Bytes | Kind::Msg(_) | Kind::Opaque => WireType::LengthDelimited,
-    }
+    Err(OptionsError::NotCompileOptions {
+        reason: format!(
+            "wire type {} where {} is expected",
+            f.wire_type as u8,
+            info.kind.wire_type() as u8
+        ),
+        offset: f.offset,
+        path: path.to_string(),
+    })
 }
 
 #[cfg(test)]

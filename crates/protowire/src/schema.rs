@@ -1,0 +1,175 @@
+//! A message's fields as data: what a reader without generated structs must know of them.
+//!
+//! Each crate describes the messages it opens in tables of [`FieldInfo`], its own enum `M`
+//! naming its messages; the table, not generated code, says that field 109 is a string named
+//! `xla_dump_to`. Tables are sorted by number ([`sorted`] checks it).
+
+use prost::encoding::WireType;
+
+/// The scalar or message kind of a field, as far as the wire and a text view care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind<M> {
+    Bool,
+    Int32,
+    Int64,
+    Uint32,
+    Uint64,
+    Float,
+    Double,
+    /// An enum, shown by number.
+    Enum,
+    Str,
+    Bytes,
+    /// A message the crate's tables describe.
+    Msg(M),
+    /// A message they do not (shapes, literals, topologies…), named by its proto type: kept as
+    /// it is, shown raw.
+    Opaque(&'static str),
+}
+
+impl<M> Kind<M> {
+    /// The wire type of one value of this kind (unpacked).
+    pub fn wire_type(&self) -> WireType {
+        match self {
+            Kind::Bool | Kind::Int32 | Kind::Int64 | Kind::Uint32 | Kind::Uint64 | Kind::Enum => {
+                WireType::Varint
+            }
+            Kind::Float => WireType::ThirtyTwoBit,
+            Kind::Double => WireType::SixtyFourBit,
+            Kind::Str | Kind::Bytes | Kind::Msg(_) | Kind::Opaque(_) => WireType::LengthDelimited,
+        }
+    }
+}
+
+/// Whether a field holds one value, many, or a map (repeated key/value entries).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Card {
+    One,
+    Many,
+    Map,
+}
+
+/// One field: number, name, kind, cardinality, and whether a zero value is still written
+/// (explicit presence: messages and oneof members; proto3 scalars have none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldInfo<M> {
+    pub number: u32,
+    pub name: &'static str,
+    pub kind: Kind<M>,
+    pub card: Card,
+    pub presence: bool,
+}
+
+impl<M> FieldInfo<M> {
+    /// Whether a value of this field may come with `wire_type`: its kind's, or, for repeated
+    /// numbers, a packed run.
+    pub fn accepts(&self, wire_type: WireType) -> bool {
+        let scalar = self.kind.wire_type();
+        wire_type == scalar
+            || (self.card == Card::Many
+                && scalar != WireType::LengthDelimited
+                && wire_type == WireType::LengthDelimited)
+    }
+}
+
+/// A singular field.
+pub const fn one<M: Copy>(number: u32, name: &'static str, kind: Kind<M>) -> FieldInfo<M> {
+    FieldInfo {
+        number,
+        name,
+        kind,
+        card: Card::One,
+        presence: matches!(kind, Kind::Msg(_) | Kind::Opaque(_)),
+    }
+}
+
+/// A singular scalar in a oneof: a zero value is still a value.
+pub const fn oneof<M: Copy>(number: u32, name: &'static str, kind: Kind<M>) -> FieldInfo<M> {
+    FieldInfo {
+        presence: true,
+        ..one(number, name, kind)
+    }
+}
+
+/// A repeated field.
+pub const fn many<M: Copy>(number: u32, name: &'static str, kind: Kind<M>) -> FieldInfo<M> {
+    FieldInfo {
+        number,
+        name,
+        kind,
+        card: Card::Many,
+        presence: false,
+    }
+}
+
+/// A map: repeated entries of the key/value message `entry`.
+pub const fn map<M: Copy>(number: u32, name: &'static str, entry: M) -> FieldInfo<M> {
+    FieldInfo {
+        number,
+        name,
+        kind: Kind::Msg(entry),
+        card: Card::Map,
+        presence: false,
+    }
+}
+
+/// The field of a sorted table with this number.
+pub fn lookup<M>(table: &[FieldInfo<M>], number: u32) -> Option<&FieldInfo<M>> {
+    let i = table.binary_search_by_key(&number, |f| f.number).ok()?;
+    table.get(i)
+}
+
+/// A field's name for paths and errors: its table name, or `#<number>` when unknown.
+pub fn name_of<M>(info: Option<&FieldInfo<M>>, number: u32) -> String {
+    match info {
+        Some(info) => info.name.to_string(),
+        None => format!("#{number}"),
+    }
+}
+
+/// Whether a table is non-empty and sorted by number without repeats; `Err` says where not.
+pub fn sorted<M>(table: &[FieldInfo<M>]) -> Result<(), String> {
+    if table.is_empty() {
+        return Err("empty".into());
+    }
+    match table.windows(2).find(|w| w[0].number >= w[1].number) {
+        Some(w) => Err(format!("{} then {}", w[0].number, w[1].number)),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static TABLE: &[FieldInfo<()>] = &[
+        one(1, "name", Kind::Str),
+        oneof(2, "zero_is_a_value", Kind::Int64),
+        many(3, "ids", Kind::Int64),
+        map(4, "attributes", ()),
+        one(5, "shape", Kind::Opaque("xla.ShapeProto")),
+    ];
+
+    #[test]
+    fn tables_describe_fields() {
+        assert_eq!(lookup(TABLE, 3).map(|f| f.name), Some("ids"));
+        assert_eq!(lookup(TABLE, 6), None);
+        assert_eq!(name_of(lookup(TABLE, 1), 1), "name");
+        assert_eq!(name_of(lookup(TABLE, 9), 9), "#9");
+        let presence: Vec<bool> = TABLE.iter().map(|f| f.presence).collect();
+        assert_eq!(presence, [false, true, false, false, true]);
+        assert_eq!(sorted(TABLE), Ok(()));
+        assert_eq!(sorted(&TABLE[..0]), Err("empty".into()));
+        assert_eq!(sorted(&[TABLE[1], TABLE[0]]), Err("2 then 1".into()));
+    }
+
+    #[test]
+    fn repeated_numbers_may_be_packed() {
+        let ids = lookup(TABLE, 3).unwrap();
+        assert!(ids.accepts(WireType::Varint) && ids.accepts(WireType::LengthDelimited));
+        let name = lookup(TABLE, 1).unwrap();
+        assert!(name.accepts(WireType::LengthDelimited) && !name.accepts(WireType::Varint));
+        assert!(!lookup(TABLE, 2).unwrap().accepts(WireType::LengthDelimited));
+        assert_eq!(Kind::<()>::Double.wire_type(), WireType::SixtyFourBit);
+    }
+}
