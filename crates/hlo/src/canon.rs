@@ -399,15 +399,8 @@ impl Cx {
 
 /// Rejects a known field whose wire type its kind cannot have (repeated numbers may be packed).
 fn check_wire_type(info: &FieldInfo, f: &Field, path: &Path) -> Result<(), HloError> {
-    if info.accepts(f.wire_type) {
-        return Ok(());
-    }
-    Err(HloError::NotHlo {
-        reason: format!(
-            "wire type {} where {} is expected",
-            f.wire_type as u8,
-            info.kind.wire_type() as u8
-        ),
+    info.check(f.wire_type).map_err(|reason| HloError::NotHlo {
+        reason,
         offset: f.offset,
         path: path.render(),
     })

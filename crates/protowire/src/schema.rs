@@ -70,6 +70,18 @@ impl<M> FieldInfo<M> {
                 && scalar != WireType::LengthDelimited
                 && wire_type == WireType::LengthDelimited)
     }
+
+    /// As [`accepts`](Self::accepts), with the reason for a refusal.
+    pub fn check(&self, wire_type: WireType) -> Result<(), String> {
+        if self.accepts(wire_type) {
+            return Ok(());
+        }
+        let expected = self.kind.wire_type();
+        Err(format!(
+            "wire type {} where {} is expected",
+            wire_type as u8, expected as u8
+        ))
+    }
 }
 
 /// A singular field.
@@ -170,6 +182,10 @@ mod tests {
         let name = lookup(TABLE, 1).unwrap();
         assert!(name.accepts(WireType::LengthDelimited) && !name.accepts(WireType::Varint));
         assert!(!lookup(TABLE, 2).unwrap().accepts(WireType::LengthDelimited));
+        assert_eq!(
+            name.check(WireType::Varint),
+            Err("wire type 0 where 2 is expected".into())
+        );
         assert_eq!(Kind::<()>::Double.wire_type(), WireType::SixtyFourBit);
     }
 }

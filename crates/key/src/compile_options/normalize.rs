@@ -164,6 +164,13 @@ fn opened<'a>(
     merged_fields(&occurrences.iter().collect::<Vec<_>>(), path, msg)
 }
 
+/// The fields of the message `msg` in `f`, its known ones checked.
+fn parse_known<'a>(f: &'a Field<'_>, path: &str, msg: Msg) -> Result<Vec<Field<'a>>, OptionsError> {
+    let fields = wire::parse(f.payload(), f.payload_offset(), path, Some(msg))?;
+    check_known(msg, &fields, path)?;
+    Ok(fields)
+}
+
 /// Rejects known fields of `msg` with a wire type their kind cannot have.
 fn check_known(msg: Msg, fields: &[Field], path: &str) -> Result<(), OptionsError> {
     for f in fields {
@@ -269,13 +276,7 @@ fn rebuild_device_assignment(
     let mut old: Vec<Vec<i64>> = Vec::new();
     for (i, f) in fields.iter().filter(|f| f.number == 3).enumerate() {
         let p = format!("{path}.computation_devices[{i}]");
-        let device = wire::parse(
-            f.payload(),
-            f.payload_offset(),
-            &p,
-            Some(Msg::ComputationDevice),
-        )?;
-        check_known(Msg::ComputationDevice, &device, &p)?;
+        let device = parse_known(f, &p, Msg::ComputationDevice)?;
         old.push(replica_ids(&device, &p)?);
     }
     // XLA's DeviceAssignment::Deserialize refuses these, so JAX would fail before hashing.
@@ -367,13 +368,7 @@ fn normalize_env_overrides<'a>(
     let mut input_order = Vec::new();
     for (i, f) in entries.iter().enumerate() {
         let p = format!("{path}[{i}]");
-        let fields = wire::parse(
-            f.payload(),
-            f.payload_offset(),
-            &p,
-            Some(Msg::EnvOptionOverridesEntry),
-        )?;
-        check_known(Msg::EnvOptionOverridesEntry, &fields, &p)?;
+        let fields = parse_known(f, &p, Msg::EnvOptionOverridesEntry)?;
         let key = fields
             .iter()
             .rev()

@@ -89,13 +89,7 @@ fn unknown(number: u32, occ: &[&Field], path: &str, key: Vec<KeyPart>, out: &mut
                 value,
             });
         } else {
-            let mut k = key.clone();
-            k.push(KeyPart::Index(i));
-            out.push(Leaf {
-                key: k,
-                path: format!("{name}[{i}]"),
-                value,
-            });
+            out.push(indexed(&key, &name, i, value));
         }
     }
 }
@@ -137,13 +131,7 @@ fn known(
             let mut i = 0;
             for f in occ {
                 for value in elements(kind, f, path)? {
-                    let mut k = key.clone();
-                    k.push(KeyPart::Index(i));
-                    out.push(Leaf {
-                        key: k,
-                        path: format!("{path}[{i}]"),
-                        value,
-                    });
+                    out.push(indexed(&key, path, i, value));
                     i += 1;
                 }
             }
@@ -276,6 +264,17 @@ pub fn render(kind: Kind, payload: &[u8]) -> String {
         Kind::Double => fixed(payload, |b| format!("{:?}", f64::from_le_bytes(b))),
         Kind::Str | Kind::Bytes => quote(payload),
         Kind::Msg(_) | Kind::Opaque(_) => hex_bytes(payload),
+    }
+}
+
+/// The leaf of element `i` of the repeated field at `key` and `path`.
+fn indexed(key: &[KeyPart], path: &str, i: usize, value: String) -> Leaf {
+    let mut key = key.to_vec();
+    key.push(KeyPart::Index(i));
+    Leaf {
+        key,
+        path: format!("{path}[{i}]"),
+        value,
     }
 }
 

@@ -61,18 +61,12 @@ pub fn merged_fields<'a>(
 
 /// Rejects a known field whose wire type its kind cannot have.
 pub fn check_wire_type(info: &FieldInfo, f: &Field, path: &str) -> Result<(), OptionsError> {
-    if info.accepts(f.wire_type) {
-        return Ok(());
-    }
-    Err(OptionsError::NotCompileOptions {
-        reason: format!(
-            "wire type {} where {} is expected",
-            f.wire_type as u8,
-            info.kind.wire_type() as u8
-        ),
-        offset: f.offset,
-        path: path.to_string(),
-    })
+    info.check(f.wire_type)
+        .map_err(|reason| OptionsError::NotCompileOptions {
+            reason,
+            offset: f.offset,
+            path: path.to_string(),
+        })
 }
 
 #[cfg(test)]
