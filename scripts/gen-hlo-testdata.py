@@ -30,9 +30,9 @@ XLA takes from a per-process counter, are those of a fresh run):
   computation id + 100, every instruction's local id + 7, module id + 1000),
   as a frontend whose counters stood elsewhere writes it (torch-xla after
   other graphs), rewritten here at the wire level;
-- fields.txt: the field table of the messages mck-hlo opens, read from the
-  protobuf descriptors compiled into this jaxlib (the test in
-  crates/hlo compares its table with it);
+- crates/hlo/src/fields.txt: the field table of the messages mck-hlo opens
+  (it reads its table from this file), read from the protobuf descriptors
+  compiled into this jaxlib;
 - MANIFEST: versions.
 
 With `--in-one-process` it writes only the ids.*.pb files.
@@ -48,6 +48,9 @@ import subprocess
 import sys
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "hlo")
+# The field table mck-hlo reads (include_str!) is generated here too.
+FIELDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "hlo", "src",
+                      "fields.txt")
 
 # name: (program, file name, lines of padding, body indent, variant)
 MODULES = {
@@ -419,7 +422,7 @@ def main():
         subprocess.run([sys.executable, os.path.abspath(__file__), "--one", name, out], check=True)
         print(f"wrote {os.path.relpath(out)} ({os.path.getsize(out)} bytes)")
     subprocess.run([sys.executable, os.path.abspath(__file__), "--in-one-process"], check=True)
-    with open(os.path.join(OUT, "fields.txt"), "w") as file:
+    with open(FIELDS, "w") as file:
         file.write(f"# xla/service/hlo.proto and xla/xla_data.proto as compiled into jaxlib "
                    f"{jaxlib.__version__} (jax commit {jaxlib.version._git_hash})\n")
         file.write("# message number name kind label [presence: in a oneof]\n")

@@ -2,7 +2,8 @@
 //!
 //! Each crate describes the messages it opens in tables of [`FieldInfo`], its own enum `M`
 //! naming its messages; the table, not generated code, says that field 109 is a string named
-//! `xla_dump_to`. Tables are sorted by number ([`sorted`] checks it).
+//! `xla_dump_to`. Tables are sorted by number ([`sorted`] checks it). [`parse_tables`] reads
+//! them from text, one field a line, as protoc's descriptors state them.
 
 use prost::encoding::WireType;
 
@@ -150,6 +151,60 @@ pub fn sorted<M>(table: &[FieldInfo<M>]) -> Result<(), String> {
     }
 }
 
+/// Reads field tables written one field a line, `message number name type label [presence]`
+/// (`#` starts a comment line): `type` is a scalar's proto name (`int64`, `string`, `enum`…)
+/// or a message's; `label` is `optional` or `repeated`; `presence` marks a oneof member.
+/// `message` names a crate's messages by proto name; a repeated field of a named message whose
+/// name ends in `Entry` is a map; a message it does not name is opaque. Returns each field with
+/// the message it belongs to, in text order.
+pub fn parse_tables<M: Copy>(
+    text: &'static str,
+    message: impl Fn(&str) -> Option<M>,
+) -> Result<Vec<(M, FieldInfo<M>)>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let bad = |why: &str| format!("line {}: {why}: {line:?}", i + 1);
+        let words: Vec<&'static str> = line.split(' ').collect();
+        let [owner, number, name, type_name, label, ref rest @ ..] = words[..] else {
+            return Err(bad("fewer than five words"));
+        };
+        let owner = message(owner).ok_or_else(|| bad("an unknown message"))?;
+        let number = number.parse().map_err(|_| bad("no field number"))?;
+        let kind = match type_name {
+            "bool" => Kind::Bool,
+            "int32" => Kind::Int32,
+            "int64" => Kind::Int64,
+            "uint32" => Kind::Uint32,
+            "uint64" => Kind::Uint64,
+            "float" => Kind::Float,
+            "double" => Kind::Double,
+            "enum" => Kind::Enum,
+            "string" => Kind::Str,
+            "bytes" => Kind::Bytes,
+            other => message(other).map_or(Kind::Opaque(other), Kind::Msg),
+        };
+        let presence = match *rest {
+            [] => false,
+            ["presence"] => true,
+            _ => return Err(bad("a sixth word other than presence")),
+        };
+        let info = match (label, kind) {
+            ("optional", _) if presence => oneof(number, name, kind),
+            ("optional", _) => one(number, name, kind),
+            ("repeated", Kind::Msg(entry)) if type_name.ends_with("Entry") => {
+                map(number, name, entry)
+            }
+            ("repeated", _) => many(number, name, kind),
+            _ => return Err(bad("a label other than optional or repeated")),
+        };
+        out.push((owner, info));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +228,26 @@ mod tests {
         assert_eq!(sorted(TABLE), Ok(()));
         assert_eq!(sorted(&TABLE[..0]), Err("empty".into()));
         assert_eq!(sorted(&[TABLE[1], TABLE[0]]), Err("2 then 1".into()));
+    }
+
+    #[test]
+    fn tables_read_from_text() {
+        let text = "# a comment\n\
+            M 1 name string optional\n\
+            M 2 zero_is_a_value int64 optional presence\n\
+            M 3 ids int64 repeated\n\
+            M 4 attributes M.AttributesEntry repeated\n\
+            M 5 shape xla.ShapeProto optional\n";
+        let message = |name: &str| matches!(name, "M" | "M.AttributesEntry").then_some(());
+        let parsed: Vec<_> = parse_tables(text, message).unwrap();
+        let infos: Vec<_> = parsed.into_iter().map(|(_, info)| info).collect();
+        assert_eq!(infos, TABLE);
+        let bad = parse_tables("M 1 name string\n", message).unwrap_err();
+        assert_eq!(bad, "line 1: fewer than five words: \"M 1 name string\"");
+        assert!(parse_tables("N 1 a bool optional\n", message).is_err());
+        assert!(parse_tables("M x a bool optional\n", message).is_err());
+        assert!(parse_tables("M 1 a bool required\n", message).is_err());
+        assert!(parse_tables("M 1 a bool optional extra\n", message).is_err());
     }
 
     #[test]
