@@ -33,9 +33,12 @@ XLA takes from a per-process counter, are those of a fresh run):
 - crates/hlo/src/fields.txt: the field table of the messages mck-hlo opens
   (it reads its table from this file), read from the protobuf descriptors
   compiled into this jaxlib;
+- crates/key/src/compile_options/fields.txt: the same for the messages
+  mck-key's compile-options normalization opens (written with --tables too);
 - MANIFEST: versions.
 
-With `--in-one-process` it writes only the ids.*.pb files.
+With `--in-one-process` it writes only the ids.*.pb files; with `--tables`
+only the two field tables.
 
 With `--check BIN` it writes nothing: it canonicalizes each proto with
 `BIN canon` and has jaxlib's XLA load both, checking that the modules print
@@ -363,17 +366,30 @@ def messages(descriptors, prefix=""):
     return found
 
 
-def field_table():
+# The messages mck-key's compile-options normalization opens.
+COMPILE_OPTIONS_DESCRIBED = [
+    "CompileOptionsProto", "CompileOptionsProto.EnvOptionOverridesEntry",
+    "ExecutableBuildOptionsProto", "OptionOverrideProto", "DebugOptions",
+    "DebugOptions.CollectiveFilter", "DeviceAssignmentProto",
+    "DeviceAssignmentProto.ComputationDevice", "ThunkBufferDebugFilter", "IntRangeInclusive",
+    # The entry of every map<string, string> in DebugOptions (mck-key reads them as one).
+    "DebugOptions.XlaBackendExtraOptionsEntry",
+]
+COMPILE_OPTIONS_FIELDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates",
+                                      "key", "src", "compile_options", "fields.txt")
+
+
+def field_table(protos=("xla/service/hlo.proto", "xla/xla_data.proto"), described=DESCRIBED):
     import jaxlib
     path = os.path.join(os.path.dirname(jaxlib.__file__), "libjax_common.so")
     with open(path, "rb") as file:
         data = file.read()
     found = {}
-    for proto in ("xla/service/hlo.proto", "xla/xla_data.proto"):
+    for proto in protos:
         file_fields = fields_of(file_descriptor(data, proto))
         found.update(messages([v for n, _, v in file_fields if n == 4]))
     lines = []
-    for msg in DESCRIBED:
+    for msg in described:
         for f in sorted(found[msg], key=lambda f: f["number"]):
             kind = f["type_name"].lstrip(".") if f["type"] in ("message", "enum") else f["type"]
             if f["type"] == "enum":
@@ -403,9 +419,31 @@ def check(binary):
             print(f"{name}: XLA loads the canonical proto; same module")
 
 
+def write_tables():
+    """The field tables mck-hlo and mck-key read, from this jaxlib's descriptors."""
+    import jaxlib
+    import jaxlib.version
+    tables = [(FIELDS, "xla/service/hlo.proto and xla/xla_data.proto",
+               ("xla/service/hlo.proto", "xla/xla_data.proto"), DESCRIBED),
+              (COMPILE_OPTIONS_FIELDS,
+               "xla/pjrt/proto/compile_options.proto, xla/xla.proto and xla/xla_data.proto",
+               ("xla/pjrt/proto/compile_options.proto", "xla/xla.proto", "xla/xla_data.proto"),
+               COMPILE_OPTIONS_DESCRIBED)]
+    for path, what, protos, described in tables:
+        with open(path, "w") as file:
+            file.write(f"# {what} as compiled into jaxlib {jaxlib.__version__} "
+                       f"(jax commit {jaxlib.version._git_hash})\n")
+            file.write("# message number name kind label [presence: in a oneof]\n")
+            file.write(field_table(protos, described))
+        print(f"wrote {os.path.relpath(path)}")
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--one":
         one(sys.argv[2], sys.argv[3])
+        return
+    if sys.argv[1:] == ["--tables"]:
+        write_tables()
         return
     if sys.argv[1:] == ["--in-one-process"]:
         in_one_process()
@@ -422,11 +460,7 @@ def main():
         subprocess.run([sys.executable, os.path.abspath(__file__), "--one", name, out], check=True)
         print(f"wrote {os.path.relpath(out)} ({os.path.getsize(out)} bytes)")
     subprocess.run([sys.executable, os.path.abspath(__file__), "--in-one-process"], check=True)
-    with open(FIELDS, "w") as file:
-        file.write(f"# xla/service/hlo.proto and xla/xla_data.proto as compiled into jaxlib "
-                   f"{jaxlib.__version__} (jax commit {jaxlib.version._git_hash})\n")
-        file.write("# message number name kind label [presence: in a oneof]\n")
-        file.write(field_table())
+    write_tables()
     with open(os.path.join(OUT, "MANIFEST"), "w") as file:
         file.write(f"jax {jax.__version__}\njaxlib {jaxlib.__version__}\n"
                    f"jaxlib git hash {jaxlib.version._git_hash}\n"
