@@ -101,21 +101,11 @@ pub fn fields(msg: Msg) -> &'static [FieldInfo] {
 
 /// The tables, by message (in the order of [`ALL`]), read once from `fields.txt`.
 static TABLES: LazyLock<Vec<Vec<FieldInfo>>> = LazyLock::new(|| {
-    let message = |name: &str| {
-        let name = name.strip_prefix("xla.").unwrap_or(name);
-        ALL.into_iter().find(|m| m.proto_name() == name)
-    };
-    let parsed = table::parse_tables(include_str!("fields.txt"), message);
-    // The file is part of the build; the tests read it whole.
-    let fields = parsed.unwrap_or_else(|e| panic!("crates/hlo/src/fields.txt: {e}"));
-    let mut tables = vec![Vec::new(); ALL.len()];
-    for (msg, info) in fields {
-        tables[msg as usize].push(info);
-    }
-    for table in &mut tables {
-        table.sort_by_key(|f| f.number);
-    }
-    tables
+    let tables = table::parse_tables(include_str!("fields.txt"), "xla.", &ALL, |m, name| {
+        m.proto_name() == name
+    });
+    // The file is part of the build, and the tests read it whole.
+    tables.unwrap_or_else(|e| panic!("crates/hlo/src/fields.txt: {e}"))
 });
 
 /// The field of `msg` with this number, if the table knows it.

@@ -154,14 +154,21 @@ pub fn sorted<M>(table: &[FieldInfo<M>]) -> Result<(), String> {
 /// Reads field tables written one field a line, `message number name type label [presence]`
 /// (`#` starts a comment line): `type` is a scalar's proto name (`int64`, `string`, `enum`…)
 /// or a message's; `label` is `optional` or `repeated`; `presence` marks a oneof member.
-/// `message` names a crate's messages by proto name; a repeated field of a named message whose
-/// name ends in `Entry` is a map; a message it does not name is opaque. Returns each field with
-/// the message it belongs to, in text order.
+/// `is(m, name)` says whether the message `m` of `all` has the proto name `name` (`package`,
+/// such as `xla.`, left out); a repeated field of such a message whose name ends in `Entry` is
+/// a map; a message none of `all` is, is opaque. Returns the table of each of `all`, in its
+/// order, sorted by number.
 pub fn parse_tables<M: Copy>(
     text: &'static str,
-    message: impl Fn(&str) -> Option<M>,
-) -> Result<Vec<(M, FieldInfo<M>)>, String> {
-    let mut out = Vec::new();
+    package: &str,
+    all: &[M],
+    is: impl Fn(M, &str) -> bool,
+) -> Result<Vec<Vec<FieldInfo<M>>>, String> {
+    let find = |name: &str| {
+        let name = name.strip_prefix(package).unwrap_or(name);
+        all.iter().position(|&m| is(m, name))
+    };
+    let mut tables = vec![Vec::new(); all.len()];
     for (i, line) in text.lines().enumerate() {
         if line.is_empty() || line.starts_with('#') {
             continue;
@@ -171,7 +178,7 @@ pub fn parse_tables<M: Copy>(
         let [owner, number, name, type_name, label, ref rest @ ..] = words[..] else {
             return Err(bad("fewer than five words"));
         };
-        let owner = message(owner).ok_or_else(|| bad("an unknown message"))?;
+        let owner = find(owner).ok_or_else(|| bad("an unknown message"))?;
         let number = number.parse().map_err(|_| bad("no field number"))?;
         let kind = match type_name {
             "bool" => Kind::Bool,
@@ -184,7 +191,7 @@ pub fn parse_tables<M: Copy>(
             "enum" => Kind::Enum,
             "string" => Kind::Str,
             "bytes" => Kind::Bytes,
-            other => message(other).map_or(Kind::Opaque(other), Kind::Msg),
+            other => find(other).map_or(Kind::Opaque(other), |i| Kind::Msg(all[i])),
         };
         let presence = match *rest {
             [] => false,
@@ -200,9 +207,12 @@ pub fn parse_tables<M: Copy>(
             ("repeated", _) => many(number, name, kind),
             _ => return Err(bad("a label other than optional or repeated")),
         };
-        out.push((owner, info));
+        tables[owner].push(info);
     }
-    Ok(out)
+    for table in &mut tables {
+        table.sort_by_key(|f| f.number);
+    }
+    Ok(tables)
 }
 
 #[cfg(test)]
@@ -234,20 +244,19 @@ mod tests {
     fn tables_read_from_text() {
         let text = "# a comment\n\
             M 1 name string optional\n\
-            M 2 zero_is_a_value int64 optional presence\n\
             M 3 ids int64 repeated\n\
-            M 4 attributes M.AttributesEntry repeated\n\
+            M 2 zero_is_a_value int64 optional presence\n\
+            M 4 attributes xla.M.AttributesEntry repeated\n\
             M 5 shape xla.ShapeProto optional\n";
-        let message = |name: &str| matches!(name, "M" | "M.AttributesEntry").then_some(());
-        let parsed: Vec<_> = parse_tables(text, message).unwrap();
-        let infos: Vec<_> = parsed.into_iter().map(|(_, info)| info).collect();
-        assert_eq!(infos, TABLE);
-        let bad = parse_tables("M 1 name string\n", message).unwrap_err();
+        // One message type (the unit type) for M and its map entry.
+        let parse = |text| parse_tables(text, "xla.", &[()], |_, name| name.starts_with('M'));
+        assert_eq!(parse(text).unwrap(), [TABLE], "sorted by number");
+        let bad = parse("M 1 name string\n").unwrap_err();
         assert_eq!(bad, "line 1: fewer than five words: \"M 1 name string\"");
-        assert!(parse_tables("N 1 a bool optional\n", message).is_err());
-        assert!(parse_tables("M x a bool optional\n", message).is_err());
-        assert!(parse_tables("M 1 a bool required\n", message).is_err());
-        assert!(parse_tables("M 1 a bool optional extra\n", message).is_err());
+        assert!(parse("N 1 a bool optional\n").is_err());
+        assert!(parse("M x a bool optional\n").is_err());
+        assert!(parse("M 1 a bool required\n").is_err());
+        assert!(parse("M 1 a bool optional extra\n").is_err());
     }
 
     #[test]

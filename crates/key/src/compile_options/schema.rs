@@ -81,22 +81,11 @@ impl Msg {
 
 /// The tables, by message (in the order of [`ALL`]), read once from `fields.txt`.
 static TABLES: LazyLock<Vec<Vec<FieldInfo>>> = LazyLock::new(|| {
-    let message = |name: &str| {
-        let name = name.strip_prefix("xla.").unwrap_or(name);
-        ALL.into_iter().find(|m| m.is(name))
-    };
-    let parsed = table::parse_tables(include_str!("fields.txt"), message);
-    // The file is part of the build; the tests read it whole.
-    let fields =
-        parsed.unwrap_or_else(|e| panic!("crates/key/src/compile_options/fields.txt: {e}"));
-    let mut tables = vec![Vec::new(); ALL.len()];
-    for (msg, info) in fields {
-        tables[msg as usize].push(info);
-    }
-    for table in &mut tables {
-        table.sort_by_key(|f| f.number);
-    }
-    tables
+    let tables = table::parse_tables(include_str!("fields.txt"), "xla.", &ALL, |m, name| {
+        m.is(name)
+    });
+    // The file is part of the build, and the tests read it whole.
+    tables.unwrap_or_else(|e| panic!("crates/key/src/compile_options/fields.txt: {e}"))
 });
 
 /// The field of `msg` with this number, if the table knows it.
