@@ -23,19 +23,34 @@ call's backend config), so its variants are twins of `affine-c2` here: the
 manifest's program column, not the variant name, says what must be equal.
 
 Writes `<backend>.<variant>.<site>.mlirbc` and `manifest.tsv` (file, backend,
-variant, site, program). `program` is the ground truth of "same program": the
-SHA-256 (16 hex digits) of the kernel's generic form without locations as
-jaxlib's MLIR prints it (Triton dialect registered; Mosaic read as
-unregistered ops).
+variant, site, program, mlir_stripped). `program` is the ground truth of
+"same program": the SHA-256 (16 hex digits) of the kernel's generic form
+without locations as jaxlib's MLIR prints it (Triton dialect registered;
+Mosaic read as unregistered ops). `mlir_stripped` is the SHA-256 of what
+jaxlib's own MLIR writes for the kernel after `strip-debuginfo` (same
+bytecode version): the numbering MLIR gives a module without locations.
+
+Then random location rewrites of the real kernels in the repository (the
+corpus pair `tests/data/kernels/triton_add.*`, the first site of every
+third Triton sweep variant, the Mosaic corpus bodies with locations inside):
+`rewrites/<kernel>.r<k>.mlirbc`, each the kernel printed with its locations,
+every file location replaced by a random one (paths of other depths and
+lengths, other lines and columns, call-site chains up to 3 deep), unknown
+locations by random ones too, and read back and written by jaxlib's MLIR at
+the kernel's version. `rewrites/manifest.tsv` (file, original, program)
+checks that each is the original's program.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import importlib.util
 import json
 import os
+import random
+import re
 import shutil
 import sys
 import tempfile
@@ -237,15 +252,104 @@ def mosaic_payloads(module) -> list[bytes]:
     return out
 
 
-def mosaic_program(payload: bytes) -> str:
-    from jax._src.lib import tpu
+def mlir_context(_payload: bytes):
+    """A context that reads `payload`: with the Triton dialect registered,
+    other dialects (Mosaic) as unregistered ops."""
+    from jax._src.lib import triton as tt_lib
 
-    with mlir.make_ir_context() as ctx:
-        tpu.register_dialect(ctx) if hasattr(tpu, "register_dialect") else None
-        ctx.allow_unregistered_dialects = True
+    ctx = mlir.make_ir_context()
+    ctx.allow_unregistered_dialects = True
+    tt_lib.dialect.register_dialect(ctx)
+    return ctx
+
+
+def mlir_stripped(payload: bytes) -> str:
+    """SHA-256 of the kernel after jaxlib's `strip-debuginfo`, written back
+    at its own bytecode version."""
+    from jax._src.lib.mlir import passmanager
+
+    with mlir_context(payload):
+        module = ir.Module.parse(payload)
+        passmanager.PassManager.parse("builtin.module(strip-debuginfo)").run(module.operation)
+        return hashlib.sha256(write_bytecode(module, payload)).hexdigest()
+
+
+def write_bytecode(module, like: bytes) -> bytes:
+    out = io.BytesIO()
+    module.operation.write_bytecode(out, desired_version=like[4] >> 1)
+    return out.getvalue()
+
+
+def generic_program(payload: bytes) -> str:
+    with mlir_context(payload):
         module = ir.Module.parse(payload)
         text = module.operation.get_asm(print_generic_op_form=True, enable_debug_info=False)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def random_leaf(rng: random.Random) -> str:
+    depth = rng.randint(0, 9)
+    parts = ["".join(rng.choice("abcdefghij_") for _ in range(rng.randint(1, 14))) for _ in range(depth)]
+    path = "/".join(["", *parts, f"{rng.choice(['k', 'kernels', 'model_impl'])}.py"])
+    line, col = rng.randint(1, 70000), rng.randint(0, 300)
+    end = f" to :{col + rng.randint(1, 90)}" if rng.random() < 0.5 else ""
+    return f'"{path}":{line}:{col}{end}'
+
+
+def random_location(rng: random.Random) -> str:
+    loc = random_leaf(rng)
+    for _ in range(rng.choice([0, 0, 1, 2, 3])):
+        loc = f"callsite({loc} at {random_leaf(rng)})"
+    return loc
+
+
+FILE_LOC = re.compile(r'^(#loc\d*) = loc\("[^"]*":\d+:\d+.*\)$')
+
+
+def rewrite_locations(payload: bytes, seed: int) -> bytes:
+    """The kernel with every file and unknown location replaced at random."""
+    rng = random.Random(seed)
+    with mlir_context(payload):
+        module = ir.Module.parse(payload)
+        text = module.operation.get_asm(enable_debug_info=True, print_generic_op_form=True)
+        lines = []
+        for line in text.splitlines():
+            m = FILE_LOC.match(line)
+            if m:
+                line = f"{m.group(1)} = loc({random_location(rng)})"
+            lines.append(re.sub(r"loc\(unknown\)", lambda _: f"loc({random_location(rng)})", line))
+        return write_bytecode(ir.Module.parse("\n".join(lines)), payload)
+
+
+def write_rewrites(data: str, out_dir: str) -> None:
+    kernels = os.path.join(data, "kernels")
+    sweep_manifest = os.path.join(kernels, "triton-sweep", "manifest.tsv")
+    originals = [os.path.join(kernels, f"triton_add.{s}.mlirbc") for s in "ab"]
+    with open(sweep_manifest) as f:
+        site_a = [row.split("\t")[0] for row in f.read().splitlines()[1:] if row.split("\t")[2] == "a"]
+        originals += [os.path.join(kernels, "triton-sweep", name) for name in site_a[::3]]
+    originals += [
+        os.path.join(data, "corpus", "tpu", f"tpu_pallas_add.nounzip.{s}.kernel0.body.mlirbc")
+        for s in "ab"
+    ]
+    os.makedirs(out_dir)
+    manifest = ["file\toriginal\tprogram"]
+    for i, path in enumerate(originals):
+        with open(path, "rb") as f:
+            payload = f.read()
+        program = generic_program(payload)
+        original = os.path.relpath(path, data)
+        for k in range(2):
+            rewritten = rewrite_locations(payload, seed=1000 * i + k)
+            assert generic_program(rewritten) == program, (original, k)
+            assert rewritten != payload
+            name = f"{os.path.basename(path)[: -len('.mlirbc')]}.r{k}.mlirbc"
+            with open(os.path.join(out_dir, name), "wb") as f:
+                f.write(rewritten)
+            manifest.append(f"{name}\t{original}\t{program}")
+    with open(os.path.join(out_dir, "manifest.tsv"), "w") as f:
+        f.write("\n".join(manifest) + "\n")
+    print(f"{len(manifest) - 1} rewrites in {out_dir}")
 
 
 def main() -> None:
@@ -257,14 +361,14 @@ def main() -> None:
     root = os.path.join(tempfile.gettempdir(), "mck-kernel-relocations")
     jax.config.update("jax_mosaic_unzip_debug_locations", False)
     shutil.rmtree(root, ignore_errors=True)
-    manifest = ["file\tbackend\tvariant\tsite\tprogram"]
+    manifest = ["file\tbackend\tvariant\tsite\tprogram\tmlir_stripped"]
     backends = [
-        ("triton", TRITON, "cuda", sweep.triton_payloads, sweep.program),
-        ("mosaic", MOSAIC, "tpu", mosaic_payloads, mosaic_program),
+        ("triton", TRITON, "cuda", sweep.triton_payloads),
+        ("mosaic", MOSAIC, "tpu", mosaic_payloads),
     ]
     for tag, path, pad, depth in SITES:
         kernels = load_site(root, tag, path, pad, depth)
-        for backend, variants, platform, payloads_of, program_of in backends:
+        for backend, variants, platform, payloads_of in backends:
             for variant, factory in variants:
                 # As in a fresh process (see gen-triton-sweep.py).
                 jax.clear_caches()
@@ -275,10 +379,13 @@ def main() -> None:
                 name = f"{backend}.{variant}.{tag}.mlirbc"
                 with open(os.path.join(out_dir, name), "wb") as f:
                     f.write(payloads[0])
-                manifest.append(f"{name}\t{backend}\t{variant}\t{tag}\t{program_of(payloads[0])}")
+                fingerprint = generic_program(payloads[0])
+                stripped = mlir_stripped(payloads[0])
+                manifest.append(f"{name}\t{backend}\t{variant}\t{tag}\t{fingerprint}\t{stripped}")
     with open(os.path.join(out_dir, "manifest.tsv"), "w") as f:
         f.write("\n".join(manifest) + "\n")
     print(f"{len(manifest) - 1} kernels in {out_dir}")
+    write_rewrites(data, os.path.join(out_dir, "rewrites"))
 
 
 if __name__ == "__main__":

@@ -29,9 +29,11 @@ pub mod encoding;
 mod error;
 mod ir;
 mod model;
+mod numbering;
 mod ops;
 mod properties;
 mod reader;
+mod renumber;
 mod resources;
 mod sections;
 mod strings;
@@ -97,6 +99,10 @@ pub struct DebugMap {
     pub strings_emptied: Vec<(usize, Range<usize>)>,
     /// Line and column varints of the replaced file locations.
     pub location_scalars: Vec<Range<usize>>,
+    /// Location indices of operations and block arguments, which all come
+    /// to name the one `UnknownLoc` when the payload is renumbered (empty
+    /// when indices stay in place).
+    pub location_refs: Vec<Range<usize>>,
 }
 
 impl DebugMap {
@@ -105,7 +111,9 @@ impl DebugMap {
         self.attrs_replaced
             .iter()
             .chain(&self.strings_emptied)
-            .any(|(_, r)| r.contains(&offset))
+            .map(|(_, r)| r)
+            .chain(&self.location_refs)
+            .any(|r| r.contains(&offset))
     }
 }
 

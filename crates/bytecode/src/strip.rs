@@ -23,6 +23,7 @@ use super::encoding::{UNKNOWN_LOC_ENTRY, section};
 use super::error::Result;
 use super::ir::{LocOwner, LocUse};
 use super::model::{Parsed, ent};
+use super::renumber::{Renumbered, renumber};
 use super::sections::{OutSection, emit};
 
 /// The outcome of one pass.
@@ -138,6 +139,19 @@ pub fn run(parsed: &Parsed<'_>, use_invariant: bool) -> Result<Pass> {
                 _ => None,
             });
     let string_bytes = parsed.strings.rebuild(&empty);
+    let renumbered = match renumber(parsed, &graph, &live, &replace) {
+        Ok(r) => {
+            notes.push(format!(
+                "renumbered canonically: {} attributes and {} strings kept",
+                r.kept.0, r.kept.1
+            ));
+            Some(r)
+        }
+        Err(why) => {
+            notes.push(format!("indices kept in place: {why}"));
+            None
+        }
+    };
     let mut out_sections = Vec::new();
     for s in &parsed.header.sections {
         let inner = match s.id {
@@ -152,10 +166,21 @@ pub fn run(parsed: &Parsed<'_>, use_invariant: bool) -> Result<Pass> {
                 s.name, s.offset
             )));
         }
-        let data = match s.id {
-            section::STRING => string_bytes.clone(),
-            section::ATTR_TYPE => attr_bytes.clone(),
-            section::ATTR_TYPE_OFFSET => offsets.clone(),
+        let data = match (s.id, &renumbered) {
+            (section::STRING, Some(r)) => r.strings.clone(),
+            (section::ATTR_TYPE, Some(r)) => r.entries.clone(),
+            (section::ATTR_TYPE_OFFSET, Some(r)) => r.offsets.clone(),
+            (section::IR, Some(r)) => r.ir.clone(),
+            (
+                section::PROPERTIES,
+                Some(Renumbered {
+                    properties: Some(p),
+                    ..
+                }),
+            ) => p.clone(),
+            (section::STRING, None) => string_bytes.clone(),
+            (section::ATTR_TYPE, None) => attr_bytes.clone(),
+            (section::ATTR_TYPE_OFFSET, None) => offsets.clone(),
             _ => parsed.payload[s.range()].to_vec(),
         };
         out_sections.push(OutSection {
@@ -185,6 +210,15 @@ pub fn run(parsed: &Parsed<'_>, use_invariant: bool) -> Result<Pass> {
             .filter(|&i| replace[i])
             .flat_map(|i| parsed.attr(i).scalars().iter().cloned())
             .collect(),
+        location_refs: match renumbered {
+            Some(_) => parsed
+                .ir
+                .loc_uses
+                .iter()
+                .map(|u| u.offset..u.offset + varint_len(parsed.payload, u.offset))
+                .collect(),
+            None => Vec::new(),
+        },
     };
     Ok(Pass::Stripped {
         bytes,
@@ -193,6 +227,13 @@ pub fn run(parsed: &Parsed<'_>, use_invariant: bool) -> Result<Pass> {
         notes,
         debug,
     })
+}
+
+fn varint_len(payload: &[u8], offset: usize) -> usize {
+    payload
+        .get(offset..)
+        .and_then(super::varint::decode)
+        .map_or(1, |(_, len)| len)
 }
 
 fn describe_why(why: &Why) -> String {
