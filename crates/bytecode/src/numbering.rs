@@ -126,13 +126,8 @@ impl<'p, 'a> Numbering<'p, 'a> {
     }
 
     fn unknown(&mut self) {
-        match self.unknown_slot {
-            Some(s) => self.attrs[s].1 += 1,
-            None => {
-                self.dialect(self.builtin);
-                self.unknown_slot = Some(self.attrs.len());
-                self.attrs.push((NewAttr::Unknown, 1));
-            }
+        if !counted(&mut self.unknown_slot, &mut self.attrs, NewAttr::Unknown) {
+            self.dialect(self.builtin);
         }
     }
 
@@ -157,30 +152,22 @@ impl<'p, 'a> Numbering<'p, 'a> {
                         self.unknown();
                         None
                     }
-                    Target::Attr(a) => match self.attr_slot[a] {
-                        Some(s) => {
-                            self.attrs[s].1 += 1;
+                    Target::Attr(a) => {
+                        if counted(&mut self.attr_slot[a], &mut self.attrs, NewAttr::Old(a)) {
                             None
-                        }
-                        None => {
-                            self.attr_slot[a] = Some(self.attrs.len());
-                            self.attrs.push((NewAttr::Old(a), 1));
+                        } else {
                             self.dialect(parsed.table.attrs[a].dialect);
                             Some(parsed.attr(a).refs())
                         }
-                    },
-                    Target::Type(t) => match self.type_slot[t] {
-                        Some(s) => {
-                            self.types[s].1 += 1;
+                    }
+                    Target::Type(t) => {
+                        if counted(&mut self.type_slot[t], &mut self.types, t) {
                             None
-                        }
-                        None => {
-                            self.type_slot[t] = Some(self.types.len());
-                            self.types.push((t, 1));
+                        } else {
                             self.dialect(parsed.table.types[t].dialect);
                             Some(parsed.types[t].refs())
                         }
-                    },
+                    }
                     Target::Str(_) => None,
                 };
                 if let Some(refs) = refs {
@@ -222,6 +209,22 @@ impl<'p, 'a> Numbering<'p, 'a> {
             NewAttr::Unknown => builtin,
         };
         Ok(sorted(self.attrs, dialect_of_attr))
+    }
+}
+
+/// Counts a reference to `item` if it has a number (`slot`), else appends it
+/// to `list` with one reference and returns false.
+fn counted<T>(slot: &mut Option<usize>, list: &mut Vec<(T, u64)>, item: T) -> bool {
+    match *slot {
+        Some(s) => {
+            list[s].1 += 1;
+            true
+        }
+        None => {
+            *slot = Some(list.len());
+            list.push((item, 1));
+            false
+        }
     }
 }
 

@@ -3,22 +3,21 @@
 //! Replacing locations in place keeps every index, so the output still
 //! depends on how many location entries (and their names and file names) the
 //! input had and where the producer's writer put them: MLIR numbers
-//! attributes by first use and reference count, and locations take part in
-//! both (a deeper call-site chain adds entries and shifts every later index,
-//! a name used by locations and as `sym_name` moves with its count), and it
-//! numbers strings in the order its attribute entries ask for them. Here the
-//! location entries are dropped for one `UnknownLoc`, dead attributes and
-//! strings are dropped, and what remains is numbered by a walk of the
-//! location-free content only:
-//! - attributes by first reference in IR order (an op's location, attribute
-//!   dictionary or property blob, then its results' types and regions, as the
-//!   IR section stores them), each followed depth-first by the entries it
-//!   references, then grouped by dialect (stable);
+//! attributes by first use and reference count, locations take part in both
+//! (a deeper call-site chain adds entries and shifts every later index, a
+//! name used by locations and as `sym_name` moves with its count), and it
+//! numbers strings in the order its attribute entries ask for them. Here every
+//! location becomes one `UnknownLoc`, dead attributes and strings are dropped,
+//! and what remains is numbered as the writer numbers the module without
+//! locations:
+//! - attributes in the order `numbering.rs` replays;
 //! - strings: those of the dialect and resource sections keep their indices
 //!   (the writer asks for them first; required to be a prefix), the rest by
 //!   first reference from the renumbered attribute, then type entries;
 //! - types, op names, dialects, blobs and resources keep their numbers (no
-//!   location takes part in numbering them).
+//!   location takes part in numbering them; `numbering.rs` checks dialects
+//!   and types);
+//! - from version 4, block arguments store no unknown location.
 //!
 //! Every index that changes is rewritten where it is stored: attribute and
 //! type entries, the IR section (nested isolated-region sections get new
@@ -54,8 +53,9 @@ pub struct Renumbered {
     pub kept: (usize, usize),
 }
 
-/// Renumbers `parsed` with the in-place decisions `replace` (attributes that
-/// became `UnknownLoc`) and `empty` (strings emptied), or says why it cannot.
+/// Renumbers `parsed` given the in-place decision `replace` (attributes that
+/// became `UnknownLoc`; strings follow from the kept entries), or says why
+/// it cannot.
 pub fn renumber(
     parsed: &Parsed<'_>,
     graph: &Graph<'_>,

@@ -1,6 +1,5 @@
-//! The rewrite. Every index stays in place; only the string, attr/type and
-//! attr/type offset sections change (and the padding of aligned sections after
-//! them):
+//! The rewrite. In place, only the string, attr/type and attr/type offset
+//! sections change (and the padding of aligned sections after them):
 //! 1. every builtin location entry becomes `UnknownLoc`, wherever it is
 //!    referenced from: a location is debug info by definition, also when it
 //!    is an attribute value (upstream `strip-debuginfo` only rewrites op and
@@ -9,6 +8,10 @@
 //! 2. every other attribute that is dead once locations are gone becomes
 //!    `UnknownLoc` (file-name and name `StringAttr`s, fused metadata);
 //! 3. strings that are dead become empty.
+//!
+//! When `renumber.rs` can renumber the result canonically (every index-holding
+//! byte decoded), its tables, IR section and property blobs replace the
+//! in-place ones; otherwise indices stay in place (noted).
 //!
 //! "Dead" comes from `analysis.rs`. The rewrite refuses (returns `Unchanged`
 //! with the reason) when dropping a location could hide a difference the
