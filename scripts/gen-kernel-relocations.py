@@ -165,6 +165,25 @@ def dot(n):
     return (lambda x, y: _call(_dot_kernel, x, x, y)), (x, x)
 
 
+def _chain(steps):
+    def body(x):
+        for i in range(steps):
+            x = x * (1.0 + i / 1000.0) + float(i)
+        return x
+
+    def kernel(x_ref, o_ref):
+        o_ref[...] = CALL(body)(x_ref[...])
+
+    return kernel
+
+
+# Many distinct constants: more than 128 attributes, so indices of two bytes
+# and the writer's per-width dialect grouping.
+def chain(steps, n=16):
+    x = jnp.ones((n,), jnp.float32)
+    return (lambda x: _call(_chain(steps), x, x)), (x,)
+
+
 def warps(num_warps):
     return affine(2.0, compiler_params=plgpu.CompilerParams(num_warps=num_warps))
 """
@@ -185,6 +204,7 @@ TRITON = [
     ("loop-7", "loop(7)"),
     ("dot-16", "dot(16)"),
     ("dot-32", "dot(32)"),
+    ("chain-150", "chain(150)"),
     ("warps-4", "warps(4)"),
     ("warps-8", "warps(8)"),
 ]

@@ -2,10 +2,10 @@
 //! share canonical bytes, kernels that differ in code never do.
 
 mod common;
+mod kernel_edit;
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use common::{corpus, read};
+use kernel_edit::edit_mosaic_body;
 use mlir_cache_key::canon::kernels::StripMethod;
 use mlir_cache_key::canon::{CanonicalModule, KernelAction, Options};
 use mlir_cache_key::mlir::{new_context, parse_module};
@@ -51,22 +51,6 @@ fn relocated_triton_kernels_share_bytes() {
             method: StripMethod::Container
         }]
     );
-}
-
-/// Replaces the base64 Mosaic body of `module` by `edit(body)`.
-fn edit_mosaic_body(module: &[u8], edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let text = String::from_utf8(module.to_vec()).expect("utf-8");
-    let start = text.find("\\22body\\22: \\22").expect("body") + "\\22body\\22: \\22".len();
-    let end = start + text[start..].find("\\22").expect("end of body");
-    let mut body = STANDARD.decode(&text[start..end]).expect("base64");
-    edit(&mut body);
-    format!(
-        "{}{}{}",
-        &text[..start],
-        STANDARD.encode(&body),
-        &text[end..]
-    )
-    .into_bytes()
 }
 
 fn replace_once(bytes: &mut [u8], from: &[u8], to: &[u8]) {

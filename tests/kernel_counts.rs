@@ -16,10 +16,12 @@
 //! corpus takes that path, so the payloads are built here with this MLIR.
 
 mod common;
+mod kernel_edit;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use common::{corpus, data, read};
+use kernel_edit::edit_mosaic_body;
 use mlir_cache_key::bytecode::{self, BytecodeError, StripOutput, strip_locations};
 use mlir_cache_key::canon::kernels::StripMethod;
 use mlir_cache_key::canon::{CanonicalModule, KernelAction, Options};
@@ -306,22 +308,6 @@ const CONTAINER: KernelAction = KernelAction::Stripped {
 const MLIR: KernelAction = KernelAction::Stripped {
     method: StripMethod::Mlir,
 };
-
-/// Replaces the base64 Mosaic body of `module` by `edit(body)`.
-fn edit_mosaic_body(module: &[u8], edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let text = String::from_utf8(module.to_vec()).expect("utf-8");
-    let start = text.find("\\22body\\22: \\22").expect("body") + "\\22body\\22: \\22".len();
-    let end = start + text[start..].find("\\22").expect("end of body");
-    let mut body = STANDARD.decode(&text[start..end]).expect("base64");
-    edit(&mut body);
-    format!(
-        "{}{}{}",
-        &text[..start],
-        STANDARD.encode(&body),
-        &text[end..]
-    )
-    .into_bytes()
-}
 
 #[test]
 fn corpus_kernels_edited_in_code_are_stripped_and_compared() {

@@ -311,34 +311,27 @@ impl Dec<'_> {
         Some((i, offset))
     }
 
-    fn attr(&mut self, slot: Slot) -> Option<()> {
-        let (i, offset) = self.index(self.counts.attrs)?;
+    /// Reads an index below `len` and records it as a reference.
+    fn reference(&mut self, len: usize, target: fn(usize) -> Target, slot: Slot) -> Option<()> {
+        let (i, offset) = self.index(len)?;
         self.refs.push(Ref {
-            target: Target::Attr(i),
+            target: target(i),
             slot,
             offset,
         });
         Some(())
     }
 
+    fn attr(&mut self, slot: Slot) -> Option<()> {
+        self.reference(self.counts.attrs, Target::Attr, slot)
+    }
+
     fn ty(&mut self) -> Option<()> {
-        let (i, offset) = self.index(self.counts.types)?;
-        self.refs.push(Ref {
-            target: Target::Type(i),
-            slot: Slot::Value,
-            offset,
-        });
-        Some(())
+        self.reference(self.counts.types, Target::Type, Slot::Value)
     }
 
     fn string(&mut self) -> Option<()> {
-        let (i, offset) = self.index(self.counts.strings)?;
-        self.refs.push(Ref {
-            target: Target::Str(i),
-            slot: Slot::Value,
-            offset,
-        });
-        Some(())
+        self.reference(self.counts.strings, Target::Str, Slot::Value)
     }
 
     /// A list count, checked: MLIR reserves it before reading the elements.

@@ -12,7 +12,7 @@ use super::dialects::OpName;
 use super::encoding::{MAX_REGION_NESTING, VersionRules, op_mask, section};
 use super::error::{BytecodeError, Result};
 use super::reader::Reader;
-use super::sections::read_section;
+use super::sections::read_nested_section;
 use super::values::{Order, ValueId, Values};
 
 /// Where a location index was found.
@@ -359,19 +359,12 @@ impl Walker<'_> {
                 self.values.open_scope();
             }
             if isolated && self.ctx.rules.isolated_regions_in_sections {
-                let raw = read_section(r)?;
-                if raw.id != section::IR {
-                    return Err(BytecodeError::Malformed {
-                        offset: raw.header_offset,
-                        message: format!(
-                            "expected an ir section for regions, found section id {}",
-                            raw.id
-                        ),
-                    });
-                }
-                if let Some(a) = raw.alignment {
-                    self.out.nested_alignment = self.out.nested_alignment.max(a);
-                }
+                let raw = read_nested_section(
+                    r,
+                    section::IR,
+                    "an ir section for regions",
+                    &mut self.out.nested_alignment,
+                )?;
                 self.out
                     .nested_sections
                     .push((raw.header_offset, raw.offset..raw.offset + raw.data.len()));

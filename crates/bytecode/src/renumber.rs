@@ -14,9 +14,10 @@
 //! - strings: those of the dialect and resource sections keep their indices
 //!   (the writer asks for them first; required to be a prefix), the rest by
 //!   first reference from the renumbered attribute, then type entries;
-//! - types, op names, dialects, blobs and resources keep their numbers (no
-//!   location takes part in numbering them; `numbering.rs` checks dialects
-//!   and types);
+//! - types, op names, dialects and resources keep their numbers (no location
+//!   takes part in numbering them; `numbering.rs` checks dialects and types);
+//! - property blobs are rewritten per op (by the op's own schema) and shared
+//!   by content in order of first use, as the writer does;
 //! - from version 4, block arguments store no unknown location.
 //!
 //! Every index that changes is rewritten where it is stored: attribute and
@@ -166,7 +167,7 @@ pub fn renumber(
             patches.set(r.offset, new_target(r.target)?)?;
         }
         let start = attr_sec.offset + entry.range.start;
-        let bytes = patches.copy(parsed.payload, start..start + entry.range.len());
+        let bytes = patches.copy(parsed.payload, start..start + entry.range.len())?;
         table.push(entry.dialect, entry.custom, &bytes);
         Ok(())
     };
@@ -215,13 +216,22 @@ pub fn renumber(
             }
         }
     }
+    // Each op's blob rewritten by its own schema (ops of different names may
+    // share a blob whose bytes they read differently), then shared again by
+    // content in the order ops use them, as the writer's properties section
+    // does; the IR's blob indices follow.
     let mut properties = None;
     if !parsed.props.blobs.is_empty() {
-        let mut out = Vec::new();
         let mut blobs: Vec<Vec<u8>> = Vec::new();
-        varint::encode(parsed.props.blobs.len() as u64, &mut out);
-        for (blob, read) in parsed.props.blobs.iter().zip(&parsed.blob_reads) {
-            for r in read.as_ref().map_err(|why| why.clone())? {
+        let mut used = vec![false; parsed.props.blobs.len()];
+        for &(b, offset, name) in &parsed.ir.props_refs {
+            used[b] = true;
+            let op = parsed.op_name(name);
+            let mut own = Patches::default();
+            for r in parsed.blob_reads[b].as_ref().map_err(Clone::clone)? {
+                if r.op != op {
+                    continue;
+                }
                 let stored = read_varint(parsed.payload, r.offset);
                 let new = attr_index(r.attr)?;
                 let value = if stored == r.attr as u64 {
@@ -229,16 +239,20 @@ pub fn renumber(
                 } else {
                     (new << 1) | 1 // an optional attribute, present
                 };
-                patches.set(r.offset, value)?;
+                own.set(r.offset, value)?;
             }
-            let bytes = patches.copy(parsed.payload, blob.clone());
-            if blobs.contains(&bytes) {
-                // The writer shares equal blobs; which op would keep which
-                // index is not worth proving.
-                return Err("two property blobs become equal".into());
-            }
-            blobs.push(bytes);
+            let bytes = own.copy(parsed.payload, parsed.props.blobs[b].clone())?;
+            let index = blobs.iter().position(|x| *x == bytes).unwrap_or_else(|| {
+                blobs.push(bytes);
+                blobs.len() - 1
+            });
+            patches.set(offset, index as u64)?;
         }
+        if let Some(b) = used.iter().position(|u| !u) {
+            return Err(format!("property blob #{b} is used by no operation"));
+        }
+        let mut out = Vec::new();
+        varint::encode(blobs.len() as u64, &mut out);
         for bytes in &blobs {
             varint::encode(bytes.len() as u64, &mut out);
             out.extend_from_slice(bytes);
@@ -246,7 +260,7 @@ pub fn renumber(
         properties = Some(out);
     }
     let ir_sec = parsed.section(section::IR).ok_or("no IR section")?;
-    let ir = patches.copy_nested(parsed.payload, ir_sec.range(), &parsed.ir.nested_sections);
+    let ir = patches.copy_nested(parsed.payload, ir_sec.range(), &parsed.ir.nested_sections)?;
 
     let stored: Vec<&[u8]> = string_order
         .iter()
@@ -330,14 +344,21 @@ impl Patches {
         self.0.insert(offset, None);
     }
 
-    /// `payload[range]` with the patched varints re-encoded.
-    fn copy(&self, payload: &[u8], range: Range<usize>) -> Vec<u8> {
+    /// `payload[range]` with the patched varints re-encoded. Patched varints
+    /// must lie inside `range` and not overlap (two readings of one blob
+    /// could disagree on where an index starts).
+    fn copy(&self, payload: &[u8], range: Range<usize>) -> Result<Vec<u8>, String> {
         let mut out = Vec::with_capacity(range.len());
         let mut pos = range.start;
         for (&offset, &value) in self.0.range(range.clone()) {
-            let Some((_, len)) = payload.get(offset..range.end).and_then(varint::decode) else {
-                continue;
-            };
+            let len = payload
+                .get(offset..range.end)
+                .and_then(varint::decode)
+                .map(|(_, len)| len)
+                .filter(|_| offset >= pos)
+                .ok_or_else(|| {
+                    format!("the index at offset {offset:#x} overlaps another or its end")
+                })?;
             out.extend_from_slice(&payload[pos..offset]);
             if let Some(value) = value {
                 varint::encode(value, &mut out);
@@ -345,7 +366,7 @@ impl Patches {
             pos = offset + len;
         }
         out.extend_from_slice(&payload[pos..range.end]);
-        out
+        Ok(out)
     }
 
     /// [`Self::copy`] for an IR section: every nested section in `range`
@@ -355,21 +376,21 @@ impl Patches {
         payload: &[u8],
         range: Range<usize>,
         nested: &[(usize, Range<usize>)],
-    ) -> Vec<u8> {
+    ) -> Result<Vec<u8>, String> {
         let mut out = Vec::with_capacity(range.len());
         let mut pos = range.start;
         for (header, data) in nested {
             if *header < pos || data.end > range.end {
                 continue; // inside an earlier child, or outside this range
             }
-            out.extend_from_slice(&self.copy(payload, pos..*header));
-            let inner = self.copy_nested(payload, data.clone(), nested);
+            out.extend_from_slice(&self.copy(payload, pos..*header)?);
+            let inner = self.copy_nested(payload, data.clone(), nested)?;
             out.push(section::IR);
             varint::encode(inner.len() as u64, &mut out);
             out.extend_from_slice(&inner);
             pos = data.end;
         }
-        out.extend_from_slice(&self.copy(payload, pos..range.end));
-        out
+        out.extend_from_slice(&self.copy(payload, pos..range.end)?);
+        Ok(out)
     }
 }

@@ -13,6 +13,8 @@ use std::path::PathBuf;
 use mck_bytecode::{StripOutput, strip_locations};
 use sha2::{Digest, Sha256};
 
+use crate::common::kernel_manifest;
+
 /// One generated kernel.
 struct Kernel {
     file: String,
@@ -28,19 +30,13 @@ fn relocations_dir() -> PathBuf {
 }
 
 fn relocations() -> Vec<Kernel> {
-    let dir = relocations_dir();
-    let manifest = std::fs::read_to_string(dir.join("manifest.tsv")).expect("manifest");
-    manifest
-        .lines()
-        .skip(1)
-        .map(|line| {
-            let cols: Vec<&str> = line.split('\t').collect();
-            Kernel {
-                file: cols[0].to_string(),
-                program: format!("{}:{}", cols[1], cols[4]),
-                mlir_stripped: cols[5].to_string(),
-                payload: std::fs::read(dir.join(cols[0])).expect(cols[0]),
-            }
+    kernel_manifest("relocations")
+        .into_iter()
+        .map(|(cols, payload)| Kernel {
+            file: cols[0].clone(),
+            program: format!("{}:{}", cols[1], cols[4]),
+            mlir_stripped: cols[5].clone(),
+            payload,
         })
         .collect()
 }
@@ -117,23 +113,20 @@ fn stripped_bytes_are_what_mlir_writes_without_locations() {
 
 #[test]
 fn random_location_rewrites_of_real_kernels_strip_like_the_original() {
-    let dir = relocations_dir().join("rewrites");
     let data = relocations_dir().join("../..");
-    let manifest = std::fs::read_to_string(dir.join("manifest.tsv")).expect("manifest");
     let mut checked = 0;
-    for line in manifest.lines().skip(1) {
-        let cols: Vec<&str> = line.split('\t').collect();
+    for (cols, payload) in kernel_manifest("relocations/rewrites") {
         let rewrite = Kernel {
-            file: cols[0].to_string(),
-            program: cols[2].to_string(),
+            file: cols[0].clone(),
+            program: cols[2].clone(),
             mlir_stripped: String::new(),
-            payload: std::fs::read(dir.join(cols[0])).expect(cols[0]),
+            payload,
         };
         let original = Kernel {
-            file: cols[1].to_string(),
-            program: cols[2].to_string(),
+            file: cols[1].clone(),
+            program: cols[2].clone(),
             mlir_stripped: String::new(),
-            payload: std::fs::read(data.join(cols[1])).expect(cols[1]),
+            payload: std::fs::read(data.join(&cols[1])).expect(&cols[1]),
         };
         assert_ne!(rewrite.payload, original.payload);
         assert_eq!(rewrite.program, original.program);
