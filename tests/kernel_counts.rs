@@ -16,15 +16,15 @@
 //! corpus takes that path, so the payloads are built here with this MLIR.
 
 mod common;
-mod kernel_edit;
+mod kernel_helpers;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use common::{corpus, data, read};
-use kernel_edit::edit_mosaic_body;
+use kernel_helpers::{canonical, edit_mosaic_body};
 use mlir_cache_key::bytecode::{self, BytecodeError, StripOutput, strip_locations};
 use mlir_cache_key::canon::kernels::StripMethod;
-use mlir_cache_key::canon::{CanonicalModule, KernelAction, Options};
+use mlir_cache_key::canon::KernelAction;
 use mlir_cache_key::mlir::{new_context, parse_module, write_bytecode_with};
 use rand::{Rng, SeedableRng};
 
@@ -284,23 +284,6 @@ fn every_named_code_edit_is_stripped_and_differs() {
 
 // ---------------------------------------------------------------------------------------------
 // Canonical level: kernels that differ in code are stripped, not left as is.
-
-fn canonical(source: &[u8]) -> (String, Vec<KernelAction>, String) {
-    let context = new_context();
-    let mut module = parse_module(&context, source, "test").expect("parse");
-    let canonical = CanonicalModule::of(&mut module, &Options::default()).expect("canonicalize");
-    let actions = canonical
-        .report()
-        .kernels
-        .iter()
-        .map(|k| k.action.clone())
-        .collect();
-    (
-        hex::encode(canonical.digest().expect("digest")),
-        actions,
-        canonical.text(),
-    )
-}
 
 const CONTAINER: KernelAction = KernelAction::Stripped {
     method: StripMethod::Container,

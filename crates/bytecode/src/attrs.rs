@@ -362,24 +362,12 @@ impl Dec<'_> {
     }
 }
 
-/// Decodes the entry `bytes` (at absolute offset `base`) of `table`. Errors
-/// only for what MLIR's reader could not survive either (a list count the
-/// entry cannot back, which it reserves).
-#[cfg(test)]
-pub fn decode(
-    table: Table,
-    bytes: &[u8],
-    base: usize,
-    builtin: bool,
-    custom: bool,
-    counts: Counts,
-) -> Result<Decoded> {
-    decode_with_reads(table, bytes, base, builtin, custom, counts).map(|(d, _)| d)
-}
-
-/// [`decode`], with the references MLIR's reader resolves before it can
-/// tell whether the entry is well-formed: all of a decoded entry's, or those
-/// read before the point where a builtin entry stops following its layout.
+/// Decodes the entry `bytes` (at absolute offset `base`) of `table`, with the
+/// references MLIR's reader resolves before it can tell whether the entry is
+/// well-formed: all of a decoded entry's, or those read before the point
+/// where a builtin entry stops following its layout. Errors only for what
+/// MLIR's reader could not survive either (a list count the entry cannot
+/// back, which it reserves).
 pub fn decode_with_reads(
     table: Table,
     bytes: &[u8],
@@ -558,6 +546,17 @@ fn decode_type(d: &mut Dec<'_>) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn decode(
+        table: Table,
+        bytes: &[u8],
+        base: usize,
+        builtin: bool,
+        custom: bool,
+        counts: Counts,
+    ) -> Result<Decoded> {
+        decode_with_reads(table, bytes, base, builtin, custom, counts).map(|(d, _)| d)
+    }
 
     const COUNTS: Counts = Counts {
         attrs: 50,
