@@ -6,12 +6,13 @@ mod common;
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{T0, clock, days, files_under, fresh, key, open_at, payload};
 use mck_store::{
-    CacheKey, Clear, EntryState, Failure, ListFilter, Lookup, PutOutcome, Settings, SortBy, Store,
-    StoreError, Streamed, format,
+    CacheKey, Clear, EntryState, Failure, ListFilter, Lookup, ManualClock, PutOutcome, Settings,
+    SortBy, Store, StoreError, Streamed, format,
 };
 use serde_json::json;
 
@@ -259,9 +260,17 @@ fn put_sized(store: &Store, i: u32) -> u64 {
     }
 }
 
-/// The size of one `put_sized` entry, measured in a store of its own under `dir`.
-fn probe_size(dir: &std::path::Path, c: &std::sync::Arc<mck_store::ManualClock>) -> u64 {
-    put_sized(&open_at(&dir.join("probe"), c, |_| {}), 0)
+/// A store capped at `entries` entries of `put_sized`'s size (measured in a store of its own),
+/// with `ttl`; and that size.
+fn capped(entries: u64, ttl: Duration) -> (tempfile::TempDir, Arc<ManualClock>, Store, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let size = put_sized(&open_at(&dir.path().join("probe"), &c, |_| {}), 0);
+    let store = open_at(dir.path(), &c, |s| {
+        s.max_size = entries * size;
+        s.ttl = ttl;
+    });
+    (dir, c, store, size)
 }
 
 fn present(store: &Store) -> Vec<String> {
@@ -277,13 +286,7 @@ fn present(store: &Store) -> Vec<String> {
 
 #[test]
 fn eviction_is_by_last_use_not_creation() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let size = probe_size(dir.path(), &c);
-    let store = open_at(dir.path(), &c, |s| {
-        s.max_size = 3 * size;
-        s.ttl = Duration::from_secs(60);
-    });
+    let (dir, c, store, size) = capped(3, Duration::from_secs(60));
     for i in 1..=3 {
         put_sized(&store, i);
         c.advance(Duration::from_secs(3600));
@@ -330,13 +333,7 @@ fn eviction_is_by_last_use_not_creation() {
 
 #[test]
 fn ttl_protects_recent_entries_even_above_the_cap() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let size = probe_size(dir.path(), &c);
-    let store = open_at(dir.path(), &c, |s| {
-        s.max_size = 2 * size;
-        s.ttl = days(1);
-    });
+    let (_dir, c, store, size) = capped(2, days(1));
     for i in 1..=5 {
         put_sized(&store, i);
         c.advance(Duration::from_secs(60));
@@ -361,7 +358,10 @@ fn ttl_protects_recent_entries_even_above_the_cap() {
     assert_eq!((s.entries, s.bytes, s.evictions), (2, 2 * size, 3));
 }
 
-fn listing(store: &Store) -> Vec<(String, EntryState, u64, i64, i64)> {
+/// Each entry: key, state, size, created and last used.
+type Listing = Vec<(String, EntryState, u64, i64, i64)>;
+
+fn listing(store: &Store) -> Listing {
     store
         .list(&ListFilter {
             sort: SortBy::Name,
@@ -401,15 +401,21 @@ fn populate_for_index_tests(store: &Store, c: &mck_store::ManualClock) {
     }
 }
 
+/// A populated store's directory (the store closed), its clock and its listing.
+fn populated_listing() -> (
+    tempfile::TempDir,
+    std::sync::Arc<mck_store::ManualClock>,
+    Listing,
+) {
+    let (dir, c, store) = fresh();
+    populate_for_index_tests(&store, &c);
+    let before = listing(&store);
+    (dir, c, before)
+}
+
 #[test]
 fn deleted_index_is_rebuilt_with_the_same_listing() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let before = {
-        let store = open_at(dir.path(), &c, |_| {});
-        populate_for_index_tests(&store, &c);
-        listing(&store)
-    };
+    let (dir, c, before) = populated_listing();
     for suffix in ["", "-wal", "-shm"] {
         let _ = fs::remove_file(dir.path().join(format!("v1/index.sqlite{suffix}")));
     }
@@ -425,13 +431,7 @@ fn deleted_index_is_rebuilt_with_the_same_listing() {
 
 #[test]
 fn deleted_index_with_a_stale_wal_is_rebuilt() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let before = {
-        let store = open_at(dir.path(), &c, |_| {});
-        populate_for_index_tests(&store, &c);
-        listing(&store)
-    };
+    let (dir, c, before) = populated_listing();
     let _ = fs::remove_file(dir.path().join("v1/index.sqlite"));
     fs::write(dir.path().join("v1/index.sqlite-wal"), payload(9, 50_000)).unwrap();
     let store = open_at(dir.path(), &c, |_| {});
@@ -440,13 +440,7 @@ fn deleted_index_with_a_stale_wal_is_rebuilt() {
 
 #[test]
 fn corrupt_index_is_set_aside_and_rebuilt() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let before = {
-        let store = open_at(dir.path(), &c, |_| {});
-        populate_for_index_tests(&store, &c);
-        listing(&store)
-    };
+    let (dir, c, before) = populated_listing();
     for suffix in ["-wal", "-shm"] {
         let _ = fs::remove_file(dir.path().join(format!("v1/index.sqlite{suffix}")));
     }
