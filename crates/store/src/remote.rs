@@ -281,3 +281,65 @@ impl Remote {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::clock::ManualClock;
+    use super::*;
+
+    /// A remote at `url` on a port nobody listens on (a refused connection, no timeout).
+    fn refused_at(dir: &Path, url: &str) -> Remote {
+        let settings = RemoteSettings {
+            url: Some(RemoteUrl::parse(url).unwrap()),
+            ..RemoteSettings::default()
+        };
+        let clock = Arc::new(ManualClock::new(1_000));
+        let state = dir.join(STATE_FILE);
+        Remote::open(&settings, DEFAULT_LEASE, &state, 0o600, clock)
+            .unwrap()
+            .expect("a remote")
+    }
+
+    fn refused(dir: &Path) -> Remote {
+        refused_at(dir, "redis://127.0.0.1:1/0/team")
+    }
+
+    #[test]
+    fn a_failing_tier_opens_the_breaker_and_later_calls_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let remote = refused(dir.path());
+        let digest = Digest::parse(&"ab".repeat(32)).unwrap();
+        assert_eq!(
+            remote.entry_path(&digest),
+            format!("team/entries-v1/{}", "ab".repeat(32))
+        );
+        let first = remote.get(&digest).unwrap_err();
+        assert!(!first.is_skip(), "{first}");
+        assert!(remote.down_until().is_some());
+        assert!(remote.try_lease(&digest).unwrap_err().is_skip());
+        assert!(remote.put(&digest, &[b"x"]).unwrap_err().is_skip());
+    }
+
+    #[test]
+    fn redis_is_the_tier_that_leases() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(refused(dir.path()).tier.leases());
+    }
+
+    /// A bucket has no lease: asking is no call, so even with the breaker open it is no skip
+    /// (a skip would be counted in `cache stats`).
+    #[cfg(feature = "remote-s3")]
+    #[test]
+    fn a_bucket_answers_unsupported_without_a_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = "s3://bucket/team?endpoint=http://127.0.0.1:1&region=us-east-1";
+        let remote = refused_at(dir.path(), url);
+        let digest = Digest::parse(&"cd".repeat(32)).unwrap();
+        assert!(!remote.get(&digest).unwrap_err().is_skip());
+        assert!(remote.down_until().is_some());
+        assert!(matches!(
+            remote.try_lease(&digest),
+            Ok(LeaseAttempt::Unsupported)
+        ));
+    }
+}
