@@ -7,7 +7,8 @@
 //! is missing unless `MCK_TEST_SKIP_REDIS=1` asks to skip (then it says so on stderr).
 #![allow(dead_code)]
 
-/// The target of `shared(…)` or `private(…)`; returns from the test when skipping was asked for.
+/// The target of `shared(…)` or `private(…)`; returns from the test when skipping was asked for
+/// (`#[macro_use]` on this module makes it visible to the test).
 macro_rules! redis_or_skip {
     ($target:expr) => {
         match $target {
