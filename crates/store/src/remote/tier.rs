@@ -6,7 +6,8 @@
 //!
 //! Implementations: [`ObjectStore`] (any opendal service: S3, GCS; entries as objects) and
 //! [`RedisTier`] (entries through opendal, leases and refresh through the `redis` crate).
-//! [`open`] is the only place that maps a URL to one.
+//! [`open`] is the only place that picks one for a URL (and `service.rs` the only one that
+//! turns a URL into an opendal service's configuration).
 
 use std::fmt::Debug;
 use std::sync::Arc;
