@@ -1,8 +1,8 @@
-//! CLI errors and exit codes.
+//! CLI errors and exit codes (docs/exit-codes.md is checked against [`Failure::ALL`]).
 
 use std::process::ExitCode;
 
-/// Exit codes, one per kind of failure (documented in README.md and `--help`): the tool's own
+/// Exit codes, one per kind of failure (documented in docs/exit-codes.md and `--help`): the tool's own
 /// failures use the sysexits range 64–78, so they cannot be confused with a compiler's status,
 /// which `exec` passes through unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,9 +23,51 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// Every failure, in the order of the exit-code table.
+    pub const ALL: [Failure; 6] = [
+        Failure::Usage,
+        Failure::Input,
+        Failure::NoInput,
+        Failure::Other,
+        Failure::Cache,
+        Failure::Conflict,
+    ];
+
     pub fn code(self) -> u8 {
         self as u8
     }
+
+    /// The row of docs/exit-codes.md: what the code means, and its sysexits name.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Failure::Usage => "bad command-line usage (EX_USAGE)",
+            Failure::Input => {
+                "an input could not be parsed: MLIR, protobuf, JSON, kernel (EX_DATAERR)"
+            }
+            Failure::NoInput => {
+                "an input file, or the compiler, does not exist or cannot be read (EX_NOINPUT)"
+            }
+            Failure::Other => "other errors: internal, I/O outside the cache (EX_SOFTWARE)",
+            Failure::Cache => {
+                "the cache could not be opened or used: permissions, symlink, disk (EX_IOERR)"
+            }
+            Failure::Conflict => {
+                "a cache conflict at an address: resolve it, then rerun (EX_TEMPFAIL)"
+            }
+        }
+    }
+}
+
+/// The exit-code table of docs/exit-codes.md, from [`Failure::ALL`].
+pub fn exit_codes_markdown() -> String {
+    let mut out = String::from(
+        "| code | meaning |\n|---|---|\n| 0 | success (`why` also exits 0 when the keys differ) |\n",
+    );
+    for failure in Failure::ALL {
+        out.push_str(&format!("| {} | {} |\n", failure.code(), failure.meaning()));
+    }
+    out.push_str("| other | `exec`: the compiler's own status (128 + signal if it was killed) |\n");
+    out
 }
 
 /// The exit-code table, for `--help`.
@@ -92,12 +134,27 @@ impl From<mck_store::StoreError> for CliError {
             // A refusal (a sealed run, an immutable record) is the request's fault, not the
             // cache's.
             kind: match e {
-                mck_store::StoreError::Refused(_) | mck_store::StoreError::Settings(_) => {
-                    Failure::Usage
-                }
+                mck_store::StoreError::Refused(_) => Failure::Usage,
                 _ => Failure::Cache,
             },
             error: e.into(),
+        }
+    }
+}
+
+impl From<mck_settings::SettingsError> for CliError {
+    fn from(e: mck_settings::SettingsError) -> Self {
+        CliError::usage(e)
+    }
+}
+
+/// `config set|unset`: a bad name or value is a usage error, the cache directory's are the
+/// cache's.
+impl From<mck_settings::ConfigError> for CliError {
+    fn from(e: mck_settings::ConfigError) -> Self {
+        match e {
+            mck_settings::ConfigError::Settings(e) => e.into(),
+            mck_settings::ConfigError::Store(e) => e.into(),
         }
     }
 }

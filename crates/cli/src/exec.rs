@@ -102,7 +102,7 @@ pub enum Opened<'a> {
 impl<'a> Exec<'a> {
     /// Reads the cache settings and opens the cache; with caching off, runs the compiler.
     pub fn open(args: &'a Args) -> Result<Opened<'a>, CliError> {
-        let settings = args.cache.settings()?;
+        let settings = args.cache.resolved()?.settings;
         let request = ExecRequest {
             command: args.command.clone(),
             input: args.input.clone(),

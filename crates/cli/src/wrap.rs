@@ -105,7 +105,7 @@ pub fn prepare(
         Ok(files) => files,
         Err(why) => return Ok(uncached(command, &why)),
     };
-    let settings = cache.settings()?;
+    let settings = cache.resolved()?.settings;
     let Some(store) = Tiered::open(&settings)? else {
         return Ok(uncached(command, "caching is off (--no_cache)"));
     };
