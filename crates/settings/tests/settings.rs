@@ -307,23 +307,19 @@ fn the_file_sits_between_defaults_and_the_variable() {
 
 #[test]
 fn set_and_unset_keep_other_lines() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let read = |path: &Path| std::fs::read_to_string(path).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = set_config(dir.path(), "cache_size", Some("5M"), 0o700).unwrap();
     set_config(dir.path(), "cache_ttl", Some("1"), 0o700).unwrap();
     set_config(dir.path(), "cache_size", Some("6M"), 0o700).unwrap();
-    assert_eq!(
-        std::fs::read_to_string(&path).unwrap(),
-        "cache_size = 6M\ncache_ttl = 1\n"
-    );
-    use std::os::unix::fs::PermissionsExt as _;
-    assert_eq!(
-        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
+    assert_eq!(read(&path), "cache_size = 6M\ncache_ttl = 1\n");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
     set_config(dir.path(), "cache_size", None, 0o700).unwrap();
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "cache_ttl = 1\n");
+    assert_eq!(read(&path), "cache_ttl = 1\n");
     assert!(set_config(dir.path(), "cache_size", Some("lots"), 0o700).is_err());
     assert!(set_config(dir.path(), "nope", Some("1"), 0o700).is_err());
     assert!(set_config(dir.path(), "nope", None, 0o700).is_err());
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "cache_ttl = 1\n");
+    assert_eq!(read(&path), "cache_ttl = 1\n");
 }
