@@ -64,7 +64,10 @@ impl clap::FromArgMatches for CacheOptions {
             match (s.is_switch(), s.command_line) {
                 (true, _) => {
                     if matches.get_flag(s.name) {
-                        options.parsed.push(Assignment::switch(s, true));
+                        let on = Assignment::parse(s, "true").map_err(|message| {
+                            clap::Error::raw(clap::error::ErrorKind::ValueValidation, message)
+                        })?;
+                        options.parsed.push(on);
                     }
                 }
                 (false, CommandLine::Option) => {

@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use super::defs::{Kind, Setter, Setting, find};
+use super::defs::{Setter, Setting, find};
 use super::{SETTINGS, Settings, SettingsError};
 
 /// One setting given a value by one source.
@@ -22,17 +22,6 @@ pub struct Assignment {
 }
 
 impl Assignment {
-    /// Switch `setting` on or off.
-    pub fn switch(setting: &'static Setting, on: bool) -> Assignment {
-        let Kind::Switch(set) = setting.kind else {
-            unreachable!("Assignment::switch of a setting with a value")
-        };
-        Assignment {
-            setting,
-            apply: std::sync::Arc::new(move |s| set(s, on)),
-        }
-    }
-
     /// `setting` given the value `text` (a switch takes `true` or `false`, as in the
     /// configuration file); the error says what was expected.
     pub fn parse(setting: &'static Setting, text: &str) -> Result<Assignment, String> {
@@ -86,7 +75,7 @@ impl Layer {
                 if inline.is_some() {
                     return Err(err(&word, "this flag takes no value".to_owned()));
                 }
-                layer.push(Assignment::switch(setting, true));
+                layer.push(Assignment::parse(setting, "true").map_err(|m| err(&word, m))?);
                 continue;
             }
             let value = match inline {

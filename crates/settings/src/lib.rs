@@ -11,8 +11,6 @@ mod layer;
 mod resolve;
 mod values;
 
-use std::ops::{Deref, DerefMut};
-
 use serde::Serialize;
 
 pub use config::{CONFIG_FILE, ConfigError, MAX_CONFIG_LEN, parse_config, read_config, set_config};
@@ -33,20 +31,6 @@ pub struct Settings {
     /// `exec` goes through the canonical key only: no manifest from the input's raw bytes.
     pub no_direct: bool,
     pub log_level: LogLevel,
-}
-
-// A command opens the store with its settings (`Store::open(&settings)`) and reads the rest.
-impl Deref for Settings {
-    type Target = mck_store::Settings;
-    fn deref(&self) -> &mck_store::Settings {
-        &self.store
-    }
-}
-
-impl DerefMut for Settings {
-    fn deref_mut(&mut self) -> &mut mck_store::Settings {
-        &mut self.store
-    }
 }
 
 /// The log level named by `log_level`.

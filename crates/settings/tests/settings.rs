@@ -26,14 +26,14 @@ fn value(layer: &Layer, name: &str) -> Option<String> {
 #[test]
 fn defaults() {
     let s = Settings::from_flags_and(None, &Layer::default()).unwrap();
-    assert_eq!(s.cache_dir, PathBuf::from("/var/tmp/mlir-cache-key"));
-    assert!(s.enabled);
-    assert_eq!(s.max_size, 100_000_000_000);
-    assert_eq!(s.ttl, Duration::from_secs(30 * 86_400));
-    assert!(!s.retry_failed_compilation);
+    assert_eq!(s.store.cache_dir, PathBuf::from("/var/tmp/mlir-cache-key"));
+    assert!(s.store.enabled);
+    assert_eq!(s.store.max_size, 100_000_000_000);
+    assert_eq!(s.store.ttl, Duration::from_secs(30 * 86_400));
+    assert!(!s.store.retry_failed_compilation);
     assert!(!s.no_direct);
     assert_eq!(s.log_level, LogLevel::Warning);
-    assert_eq!(s.dir_mode, 0o700);
+    assert_eq!(s.store.dir_mode, 0o700);
 }
 
 #[test]
@@ -43,14 +43,14 @@ fn all_flags_from_the_variable() {
          --retry_failed_compilation --no_direct --log_level=info --cache_dir_mode=0750 ",
     )
     .unwrap();
-    assert_eq!(s.cache_dir, PathBuf::from("/tmp/c"));
-    assert!(!s.enabled);
-    assert_eq!(s.max_size, 10_000_000_000);
-    assert_eq!(s.ttl, Duration::from_secs(7 * 86_400));
-    assert!(s.retry_failed_compilation);
+    assert_eq!(s.store.cache_dir, PathBuf::from("/tmp/c"));
+    assert!(!s.store.enabled);
+    assert_eq!(s.store.max_size, 10_000_000_000);
+    assert_eq!(s.store.ttl, Duration::from_secs(7 * 86_400));
+    assert!(s.store.retry_failed_compilation);
     assert!(s.no_direct);
     assert_eq!(s.log_level, LogLevel::Info);
-    assert_eq!(s.dir_mode, 0o750);
+    assert_eq!(s.store.dir_mode, 0o750);
 }
 
 #[test]
@@ -66,8 +66,8 @@ fn dashes_and_underscores_are_the_same_flag() {
     )
     .unwrap();
     assert_eq!(dashes, underscores);
-    assert_eq!(dashes.remote.timeout, Duration::from_millis(500));
-    assert_eq!(dashes.cache_dir, PathBuf::from("/tmp/c"));
+    assert_eq!(dashes.store.remote.timeout, Duration::from_millis(500));
+    assert_eq!(dashes.store.cache_dir, PathBuf::from("/tmp/c"));
     // An error names the flag as it was written.
     let e = env("--remote-timeout=0").unwrap_err().to_string();
     assert!(
@@ -82,29 +82,29 @@ fn dashes_and_underscores_are_the_same_flag() {
 fn quotes_group_a_path_with_spaces() {
     let s = env(r#"--cache_size='1 Ki'"#).unwrap();
     assert_eq!(
-        s.max_size, 1024,
+        s.store.max_size, 1024,
         "the unit may follow after a space inside quotes"
     );
     let s = env(r#"--cache_dir="/tmp/my cache""#).unwrap();
-    assert_eq!(s.cache_dir, PathBuf::from("/tmp/my cache"));
+    assert_eq!(s.store.cache_dir, PathBuf::from("/tmp/my cache"));
     let s = env(r"--cache_dir=/tmp/a\ b").unwrap();
-    assert_eq!(s.cache_dir, PathBuf::from("/tmp/a b"));
+    assert_eq!(s.store.cache_dir, PathBuf::from("/tmp/a b"));
 }
 
 #[test]
 fn overrides_win_over_the_variable() {
     let mut o = Layer::default();
     o.set("test", "cache_dir", "/o").unwrap();
-    o.push(Assignment::switch(find("no_cache").unwrap(), false));
+    o.push(Assignment::parse(find("no_cache").unwrap(), "false").unwrap());
     o.set("test", "cache_size", "5").unwrap();
     let s =
         Settings::from_flags_and(Some("--cache_dir=/e --no_cache --cache_size=1k"), &o).unwrap();
-    assert_eq!(s.cache_dir, PathBuf::from("/o"));
-    assert!(s.enabled);
-    assert_eq!(s.max_size, 5);
+    assert_eq!(s.store.cache_dir, PathBuf::from("/o"));
+    assert!(s.store.enabled);
+    assert_eq!(s.store.max_size, 5);
     let cli = Layer::parse_flags("command line", "--cache_ttl=0.5").unwrap();
     let s = Settings::from_flags_and(Some("--cache_ttl=3"), &cli).unwrap();
-    assert_eq!(s.ttl, Duration::from_secs(43_200));
+    assert_eq!(s.store.ttl, Duration::from_secs(43_200));
 }
 
 #[test]
@@ -115,16 +115,21 @@ fn remote_flags() {
     )
     .unwrap();
     assert_eq!(
-        s.remote.url.as_ref().map(ToString::to_string).as_deref(),
+        s.store
+            .remote
+            .url
+            .as_ref()
+            .map(ToString::to_string)
+            .as_deref(),
         Some("redis://127.0.0.1:7000/2")
     );
-    assert!(s.remote.read_only);
-    assert_eq!(s.remote.timeout, Duration::from_millis(500));
-    assert_eq!(s.remote.retry_after, Duration::ZERO);
-    assert_eq!(s.remote.lease, Duration::from_secs(10));
+    assert!(s.store.remote.read_only);
+    assert_eq!(s.store.remote.timeout, Duration::from_millis(500));
+    assert_eq!(s.store.remote.retry_after, Duration::ZERO);
+    assert_eq!(s.store.remote.lease, Duration::from_secs(10));
     let d = Settings::from_flags_and(None, &Layer::default()).unwrap();
-    assert_eq!(d.remote.url, None);
-    assert_eq!(d.remote.timeout, Duration::from_secs(2));
+    assert_eq!(d.store.remote.url, None);
+    assert_eq!(d.store.remote.timeout, Duration::from_secs(2));
 }
 
 #[test]
@@ -296,11 +301,11 @@ fn the_file_sits_between_defaults_and_the_variable() {
         .unwrap();
     cli.set("command line", "cache_ttl", "1").unwrap();
     let r = Settings::resolve(Some("--cache_ttl=3 --log_level=info"), &cli).unwrap();
-    assert_eq!(r.settings.max_size, 1000);
+    assert_eq!(r.settings.store.max_size, 1000);
     assert_eq!(r.sources["cache_size"], Source::ConfigFile);
     assert_eq!(r.settings.log_level, LogLevel::Info);
     assert_eq!(r.sources["log_level"], Source::Environment);
-    assert_eq!(r.settings.ttl, Duration::from_secs(86_400));
+    assert_eq!(r.settings.store.ttl, Duration::from_secs(86_400));
     assert_eq!(r.sources["cache_ttl"], Source::CommandLine);
     assert_eq!(r.sources["remote_timeout"], Source::Default);
 }

@@ -60,7 +60,7 @@ fn env(name: &str) -> Result<String, String> {
 /// The store as a real tool opens it: settings from `MLIR_CACHE_KEY_FLAGS`.
 fn worker_store() -> Result<Store, String> {
     let settings = Settings::from_env_and(&Layer::default()).map_err(|e| e.to_string())?;
-    Store::open(&settings).map_err(|e| e.to_string())
+    Store::open(&settings.store).map_err(|e| e.to_string())
 }
 
 /// Prints a result line. libtest has already written "test worker_entry ... " without a newline,
