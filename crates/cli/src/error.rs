@@ -58,29 +58,37 @@ impl Failure {
     }
 }
 
-/// The exit-code table of docs/exit-codes.md, from [`Failure::ALL`].
+/// Every exit status with its meaning: success, each [`Failure`], and what `exec` passes on.
+fn exit_code_rows() -> Vec<(String, &'static str)> {
+    let mut rows = vec![(
+        "0".to_owned(),
+        "success (`why` also exits 0 when the keys differ)",
+    )];
+    rows.extend(Failure::ALL.map(|f| (f.code().to_string(), f.meaning())));
+    rows.push((
+        "other".to_owned(),
+        "`exec`: the compiler's own status, unchanged (128 + signal if it was killed)",
+    ));
+    rows
+}
+
+/// The exit-code table of docs/exit-codes.md.
 pub fn exit_codes_markdown() -> String {
-    let mut out = String::from(
-        "| code | meaning |\n|---|---|\n| 0 | success (`why` also exits 0 when the keys differ) |\n",
-    );
-    for failure in Failure::ALL {
-        out.push_str(&format!("| {} | {} |\n", failure.code(), failure.meaning()));
+    let mut out = String::from("| code | meaning |\n|---|---|\n");
+    for (code, meaning) in exit_code_rows() {
+        out.push_str(&format!("| {code} | {meaning} |\n"));
     }
-    out.push_str("| other | `exec`: the compiler's own status (128 + signal if it was killed) |\n");
     out
 }
 
 /// The exit-code table, for `--help`.
-pub const EXIT_CODES: &str = "\
-Exit codes:
-  0    success (`why` also exits 0 when the keys differ)
-  64   bad command-line usage
-  65   an input could not be parsed (MLIR, protobuf, JSON, kernel)
-  66   an input file or the compiler does not exist or cannot be read
-  70   other errors (internal, I/O outside the cache)
-  74   the cache could not be opened or used (permissions, symlink, disk)
-  75   a cache conflict at an address (resolve it, then rerun)
-  other  exec: the compiler's own status, unchanged (128 + signal if it was killed)";
+pub fn exit_codes_help() -> String {
+    let mut out = String::from("Exit codes:");
+    for (code, meaning) in exit_code_rows() {
+        out.push_str(&format!("\n  {code:<4} {meaning}"));
+    }
+    out
+}
 
 #[derive(Debug)]
 pub struct CliError {
