@@ -1,6 +1,6 @@
 //! Command-line interface: argument parsing (clap), then calls into the
 //! library. Errors print once, prefixed with the program name; exit codes are
-//! documented in README.md and [`error::Failure`].
+//! documented in docs/exit-codes.md and [`error::Failure`].
 
 mod addresses;
 mod cache;
@@ -37,7 +37,7 @@ pub use error::Failure;
     version = help::long_version(),
     about = "Stable, explainable compilation-cache keys for MLIR programs",
     long_about = None,
-    after_help = error::EXIT_CODES
+    after_help = error::exit_codes_help()
 )]
 pub struct Cli {
     /// Log level: error, warning, info or debug, any case [default: warning,

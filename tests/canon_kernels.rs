@@ -6,8 +6,8 @@ mod kernel_helpers;
 
 use common::{corpus, read};
 use kernel_helpers::{canonical, edit_mosaic_body};
-use mlir_cache_key::canon::kernels::StripMethod;
 use mlir_cache_key::canon::KernelAction;
+use mlir_cache_key::canon::kernels::StripMethod;
 use mlir_cache_key::mlir::{new_context, parse_module};
 
 fn file(relative: &str) -> Vec<u8> {

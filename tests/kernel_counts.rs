@@ -23,8 +23,8 @@ use base64::engine::general_purpose::STANDARD;
 use common::{corpus, data, read};
 use kernel_helpers::{canonical, edit_mosaic_body};
 use mlir_cache_key::bytecode::{self, BytecodeError, StripOutput, strip_locations};
-use mlir_cache_key::canon::kernels::StripMethod;
 use mlir_cache_key::canon::KernelAction;
+use mlir_cache_key::canon::kernels::StripMethod;
 use mlir_cache_key::mlir::{new_context, parse_module, write_bytecode_with};
 use rand::{Rng, SeedableRng};
 

@@ -12,11 +12,8 @@ use mck_key::{
     Accelerator, CanonicalSource, CompileOptionsInput, Computation, KeyInputs, KeyRecord,
     SourceError,
 };
-use mck_store::remote::RemoteUrl;
-use mck_store::{
-    CacheKey, Compiled, Digest, ListFilter, Lookup, Served, Settings, SettingsOverrides,
-    StoreError, Tiered, parse_size, parse_ttl_days,
-};
+use mck_settings::{Layer, Settings};
+use mck_store::{CacheKey, Compiled, Digest, ListFilter, Lookup, Served, StoreError, Tiered};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -202,26 +199,32 @@ impl From<StoreError> for CompileError {
 struct Cache {
     /// `None` when the settings turn the cache off (`--no_cache`).
     tiered: Option<Tiered>,
-    settings: Settings,
+    settings: mck_store::Settings,
     lock_timeout: Duration,
 }
 
-fn size_override(size: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u64>> {
-    let Some(size) = size else { return Ok(None) };
-    if let Ok(n) = size.extract::<u64>() {
-        return Ok(Some(n));
+/// A size: a byte count (int) or a string such as "10G".
+fn size_text(size: &Bound<'_, PyAny>) -> PyResult<String> {
+    match size.extract::<u64>() {
+        Ok(n) => Ok(n.to_string()),
+        Err(_) => size.extract::<String>(),
     }
-    let text: String = size.extract()?;
-    parse_size(&text).map(Some).map_err(value_error)
 }
 
-fn ttl_override(ttl_days: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
-    let Some(ttl) = ttl_days else { return Ok(None) };
-    let text = match ttl.extract::<f64>() {
-        Ok(days) => days.to_string(),
-        Err(_) => ttl.extract::<String>()?,
-    };
-    parse_ttl_days(&text).map(Some).map_err(value_error)
+/// A number of days (int or float) or a string.
+fn days_text(days: &Bound<'_, PyAny>) -> PyResult<String> {
+    match days.extract::<f64>() {
+        Ok(days) => Ok(days.to_string()),
+        Err(_) => days.extract::<String>(),
+    }
+}
+
+/// Sets `name` in `layer` through the settings table; a bad value is a ValueError saying
+/// what was expected.
+fn set_setting(layer: &mut Layer, name: &str, text: &str) -> PyResult<()> {
+    layer
+        .set("arguments", name, text)
+        .map_err(|e| PyValueError::new_err(e.message))
 }
 
 #[pymethods]
@@ -238,18 +241,26 @@ impl Cache {
         remote_read_only: Option<bool>,
         lock_timeout: f64,
     ) -> PyResult<Self> {
-        let overrides = SettingsOverrides {
-            cache_dir,
-            max_size: size_override(size)?,
-            ttl: ttl_override(ttl_days)?,
-            remote_url: remote
-                .map(RemoteUrl::parse_supported)
-                .transpose()
-                .map_err(value_error)?,
-            remote_read_only,
-            ..SettingsOverrides::default()
-        };
-        let settings = Settings::from_env_and(&overrides).map_err(value_error)?;
+        let mut overrides = Layer::default();
+        if let Some(dir) = cache_dir {
+            let dir = dir
+                .to_str()
+                .ok_or_else(|| PyValueError::new_err("cache_dir is not valid UTF-8"))?;
+            set_setting(&mut overrides, "cache_dir", dir)?;
+        }
+        if let Some(size) = size {
+            set_setting(&mut overrides, "cache_size", &size_text(size)?)?;
+        }
+        if let Some(ttl) = ttl_days {
+            set_setting(&mut overrides, "cache_ttl", &days_text(ttl)?)?;
+        }
+        if let Some(url) = remote {
+            set_setting(&mut overrides, "remote", url)?;
+        }
+        if let Some(on) = remote_read_only {
+            set_setting(&mut overrides, "remote_read_only", &on.to_string())?;
+        }
+        let settings = Settings::from_env_and(&overrides).map_err(value_error)?.store;
         let lock_timeout = Duration::try_from_secs_f64(lock_timeout).map_err(value_error)?;
         let tiered = py.detach(|| Tiered::open(&settings)).map_err(store_error)?;
         Ok(Cache {

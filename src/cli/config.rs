@@ -4,7 +4,7 @@
 use super::error::CliError;
 use super::output::{self, json_text, pad};
 use super::settings::CacheOptions;
-use crate::store::{SETTING_NAMES, set_config};
+use mck_settings::{SETTINGS, set_config};
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -27,8 +27,7 @@ pub enum Command {
                             mlir-cache-key config set remote_read_only true"
     )]
     Set {
-        /// A setting's name as in MLIR_CACHE_KEY_FLAGS without dashes: cache_size, cache_ttl,
-        /// log_level, cache_dir_mode, remote, remote_read_only, remote_timeout, …
+        #[arg(help = names_help())]
         name: String,
         /// Its value, as MLIR_CACHE_KEY_FLAGS takes it (switches: true or false).
         value: String,
@@ -39,6 +38,19 @@ pub enum Command {
         /// The setting's name, as for `config set`.
         name: String,
     },
+}
+
+/// `config set NAME`'s help: the names the file takes, from the settings table.
+fn names_help() -> String {
+    let names: Vec<&str> = SETTINGS
+        .iter()
+        .filter(|s| s.in_config_file)
+        .map(|s| s.name)
+        .collect();
+    format!(
+        "A setting's name as in MLIR_CACHE_KEY_FLAGS without the leading dashes: {}",
+        names.join(", ")
+    )
 }
 
 #[derive(serde::Serialize)]
@@ -52,7 +64,7 @@ struct Shown {
 struct ShownSetting {
     name: &'static str,
     value: Option<String>,
-    source: crate::store::Source,
+    source: mck_settings::Source,
 }
 
 pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError> {
@@ -62,12 +74,12 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             let shown = Shown {
                 schema: CONFIG_SCHEMA,
                 config_file: r.config_file.display().to_string(),
-                settings: SETTING_NAMES
+                settings: SETTINGS
                     .iter()
-                    .map(|(name, _)| ShownSetting {
-                        name,
-                        value: r.settings.value_of(name),
-                        source: r.sources[name],
+                    .map(|s| ShownSetting {
+                        name: s.name,
+                        value: (s.show)(&r.settings),
+                        source: r.sources[s.name],
                     })
                     .collect(),
             };
@@ -92,10 +104,9 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             let s = cache.settings()?;
             let path = set_config(&s.cache_dir, &name, Some(&value), s.dir_mode)?;
             // A remote URL may carry a password: never echo it.
-            let shown = if name == "remote" {
-                crate::store::remote::redact(value.trim())
-            } else {
-                value.trim().to_owned()
+            let shown = match mck_settings::find(&name) {
+                Some(setting) => setting.shown_value(value.trim()),
+                None => value.trim().to_owned(),
             };
             format!("{name} = {shown} in {}\n", path.display())
         }

@@ -1,5 +1,5 @@
 //! `completions` and `man`: shell completions and a man page generated from the clap
-//! definitions; the long `--version`.
+//! definitions and, for its SETTINGS section, from the settings table; the long `--version`.
 
 use super::error::CliError;
 use super::output;
@@ -47,9 +47,7 @@ pub fn man() -> Result<ExitCode, CliError> {
         .version(env!("CARGO_PKG_VERSION"))
         .long_version(None::<&str>);
     let mut out = Vec::new();
-    clap_mangen::Man::new(command.clone())
-        .render(&mut out)
-        .map_err(CliError::other)?;
+    main_page(&command, &mut out).map_err(CliError::other)?;
     // One section per subcommand, so that their options are documented too.
     for sub in command.get_subcommands() {
         let name: &'static str =
@@ -62,6 +60,21 @@ pub fn man() -> Result<ExitCode, CliError> {
     }
     output::stdout(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The program's page: clap_mangen's sections, with the settings (from their table) after the
+/// commands.
+fn main_page(command: &clap::Command, out: &mut Vec<u8>) -> std::io::Result<()> {
+    let man = clap_mangen::Man::new(command.clone());
+    man.render_title(out)?;
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
+    man.render_options_section(out)?;
+    man.render_subcommands_section(out)?;
+    out.extend_from_slice(mck_settings::man_section().as_bytes());
+    man.render_extra_section(out)?;
+    man.render_version_section(out)
 }
 
 #[cfg(test)]
@@ -84,6 +97,19 @@ mod tests {
                 out.push(format!("{path} {} (no about)", sub.get_name()));
             }
             undocumented(sub, &path, out);
+        }
+    }
+
+    #[test]
+    fn the_man_page_documents_every_setting() {
+        let mut page = Vec::new();
+        super::main_page(&super::super::Cli::command(), &mut page).unwrap();
+        let page = String::from_utf8(page).unwrap();
+        let settings = page.find(".SH SETTINGS").expect("a SETTINGS section");
+        assert!(page.find(".SH SUBCOMMANDS").unwrap() < settings, "{page}");
+        for s in mck_settings::SETTINGS {
+            let flag = format!("\\fB\\-\\-{}", s.name.replace('-', "\\-"));
+            assert!(page[settings..].contains(&flag), "{flag} missing:\n{page}");
         }
     }
 

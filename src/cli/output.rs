@@ -35,7 +35,7 @@ pub fn json_text<T: serde::Serialize>(value: &T) -> Result<String, CliError> {
 }
 
 /// A report as pretty JSON with its versioned shape, `"schema": "mlir-cache-key.NAME.v1"`
-/// (documented in README.md).
+/// (documented in docs/command-line.md).
 pub fn versioned<T: serde::Serialize>(name: &str, value: &T) -> Result<String, CliError> {
     let mut v = serde_json::to_value(value).map_err(CliError::other)?;
     if let serde_json::Value::Object(map) = &mut v {

@@ -1,8 +1,8 @@
-//! CLI errors and exit codes.
+//! CLI errors and exit codes (docs/exit-codes.md is checked against [`Failure::ALL`]).
 
 use std::process::ExitCode;
 
-/// Exit codes, one per kind of failure (documented in README.md and `--help`): the tool's own
+/// Exit codes, one per kind of failure (documented in docs/exit-codes.md and `--help`): the tool's own
 /// failures use the sysexits range 64–78, so they cannot be confused with a compiler's status,
 /// which `exec` passes through unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,22 +23,72 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// Every failure, in the order of the exit-code table.
+    pub const ALL: [Failure; 6] = [
+        Failure::Usage,
+        Failure::Input,
+        Failure::NoInput,
+        Failure::Other,
+        Failure::Cache,
+        Failure::Conflict,
+    ];
+
     pub fn code(self) -> u8 {
         self as u8
     }
+
+    /// The row of docs/exit-codes.md: what the code means, and its sysexits name.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Failure::Usage => "bad command-line usage (EX_USAGE)",
+            Failure::Input => {
+                "an input could not be parsed: MLIR, protobuf, JSON, kernel (EX_DATAERR)"
+            }
+            Failure::NoInput => {
+                "an input file, or the compiler, does not exist or cannot be read (EX_NOINPUT)"
+            }
+            Failure::Other => "other errors: internal, I/O outside the cache (EX_SOFTWARE)",
+            Failure::Cache => {
+                "the cache could not be opened or used: permissions, symlink, disk (EX_IOERR)"
+            }
+            Failure::Conflict => {
+                "a cache conflict at an address: resolve it, then rerun (EX_TEMPFAIL)"
+            }
+        }
+    }
+}
+
+/// Every exit status with its meaning: success, each [`Failure`], and what `exec` passes on.
+fn exit_code_rows() -> Vec<(String, &'static str)> {
+    let mut rows = vec![(
+        "0".to_owned(),
+        "success (`why` also exits 0 when the keys differ)",
+    )];
+    rows.extend(Failure::ALL.map(|f| (f.code().to_string(), f.meaning())));
+    rows.push((
+        "other".to_owned(),
+        "`exec`: the compiler's own status, unchanged (128 + signal if it was killed)",
+    ));
+    rows
+}
+
+/// The exit-code table of docs/exit-codes.md.
+pub fn exit_codes_markdown() -> String {
+    let mut out = String::from("| code | meaning |\n|---|---|\n");
+    for (code, meaning) in exit_code_rows() {
+        out.push_str(&format!("| {code} | {meaning} |\n"));
+    }
+    out
 }
 
 /// The exit-code table, for `--help`.
-pub const EXIT_CODES: &str = "\
-Exit codes:
-  0    success (`why` also exits 0 when the keys differ)
-  64   bad command-line usage
-  65   an input could not be parsed (MLIR, protobuf, JSON, kernel)
-  66   an input file or the compiler does not exist or cannot be read
-  70   other errors (internal, I/O outside the cache)
-  74   the cache could not be opened or used (permissions, symlink, disk)
-  75   a cache conflict at an address (resolve it, then rerun)
-  other  exec: the compiler's own status, unchanged (128 + signal if it was killed)";
+pub fn exit_codes_help() -> String {
+    let mut out = String::from("Exit codes:");
+    for (code, meaning) in exit_code_rows() {
+        out.push_str(&format!("\n  {code:<4} {meaning}"));
+    }
+    out
+}
 
 #[derive(Debug)]
 pub struct CliError {
@@ -92,12 +142,27 @@ impl From<mck_store::StoreError> for CliError {
             // A refusal (a sealed run, an immutable record) is the request's fault, not the
             // cache's.
             kind: match e {
-                mck_store::StoreError::Refused(_) | mck_store::StoreError::Settings(_) => {
-                    Failure::Usage
-                }
+                mck_store::StoreError::Refused(_) => Failure::Usage,
                 _ => Failure::Cache,
             },
             error: e.into(),
+        }
+    }
+}
+
+impl From<mck_settings::SettingsError> for CliError {
+    fn from(e: mck_settings::SettingsError) -> Self {
+        CliError::usage(e)
+    }
+}
+
+/// `config set|unset`: a bad name or value is a usage error, the cache directory's are the
+/// cache's.
+impl From<mck_settings::ConfigError> for CliError {
+    fn from(e: mck_settings::ConfigError) -> Self {
+        match e {
+            mck_settings::ConfigError::Settings(e) => e.into(),
+            mck_settings::ConfigError::Store(e) => e.into(),
         }
     }
 }

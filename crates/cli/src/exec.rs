@@ -102,7 +102,7 @@ pub enum Opened<'a> {
 impl<'a> Exec<'a> {
     /// Reads the cache settings and opens the cache; with caching off, runs the compiler.
     pub fn open(args: &'a Args) -> Result<Opened<'a>, CliError> {
-        let settings = args.cache.settings()?;
+        let settings = args.cache.resolved()?.settings;
         let request = ExecRequest {
             command: args.command.clone(),
             input: args.input.clone(),
@@ -115,7 +115,7 @@ impl<'a> Exec<'a> {
             ignore_args: args.ignore_args.clone(),
             compiler_check: args.compiler_check.clone(),
         };
-        let Some(store) = Tiered::open(&settings)? else {
+        let Some(store) = Tiered::open(&settings.store)? else {
             tracing::info!("caching is off (--no_cache): running the compiler");
             return Ok(Opened::Uncached(exit_code(mck_exec::run_uncached(
                 &request,

@@ -2,7 +2,7 @@
 //! from the canonicalizer, because direct mode keys on them (`exec`'s manifest covers every
 //! option that could move the canonical key) without loading MLIR.
 
-use mck_store::{parse_seconds, parse_size};
+use mck_settings::{parse_seconds, parse_size};
 use std::time::Duration;
 
 /// Options shared by every command that canonicalizes a module.

@@ -18,13 +18,13 @@ pub enum Level {
     Debug,
 }
 
-impl From<mck_store::LogLevel> for Level {
-    fn from(level: mck_store::LogLevel) -> Self {
+impl From<mck_settings::LogLevel> for Level {
+    fn from(level: mck_settings::LogLevel) -> Self {
         match level {
-            mck_store::LogLevel::Error => Level::Error,
-            mck_store::LogLevel::Warning => Level::Warning,
-            mck_store::LogLevel::Info => Level::Info,
-            mck_store::LogLevel::Debug => Level::Debug,
+            mck_settings::LogLevel::Error => Level::Error,
+            mck_settings::LogLevel::Warning => Level::Warning,
+            mck_settings::LogLevel::Info => Level::Info,
+            mck_settings::LogLevel::Debug => Level::Debug,
         }
     }
 }
@@ -130,6 +130,6 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Buffered {
 pub fn flags_level(cache: Option<&CacheOptions>) -> Option<Level> {
     let default = CacheOptions::default();
     let resolved = cache.unwrap_or(&default).resolved().ok()?;
-    (resolved.sources.get("log_level") != Some(&mck_store::Source::Default))
+    (resolved.sources.get("log_level") != Some(&mck_settings::Source::Default))
         .then(|| Level::from(resolved.settings.log_level))
 }

@@ -1,108 +1,133 @@
-//! Cache settings: `MLIR_CACHE_KEY_FLAGS`, then these command-line options.
+//! Cache settings on the command line: the options that mirror settings, built from the
+//! settings table (`mck_settings::SETTINGS`) with its names, docs and parsers, and applied as
+//! the top layer over the configuration file and `MLIR_CACHE_KEY_FLAGS`.
 
 use crate::error::CliError;
-use mck_store::{
-    Resolved, Settings, SettingsOverrides, parse_dir_mode, parse_seconds, parse_size,
-    parse_ttl_days,
-};
-use std::path::PathBuf;
-use std::time::Duration;
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use mck_settings::{Assignment, CommandLine, Layer, Resolved, SETTINGS, Setter, Settings};
 
-/// Cache options of the commands that use the cache (`exec`, `cache`, `runs`); they override
-/// the variable.
-#[derive(Debug, Clone, Default, clap::Args)]
+/// Cache options of the commands that use the cache (`exec`, `cache`, `runs`, `config`); they
+/// override the variable.
+#[derive(Debug, Clone, Default)]
 pub struct CacheOptions {
-    /// Cache directory [default: /var/tmp/mlir-cache-key].
-    #[arg(long, alias = "cache_dir", global = true, value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
-    /// Do not look up or store anything.
-    #[arg(long, alias = "no_cache", global = true)]
-    pub no_cache: bool,
-    /// Size cap, e.g. 100G, 512Mi [default: 100G].
-    #[arg(long, alias = "cache_size", global = true, value_name = "BYTES", value_parser = parse_size)]
-    pub cache_size: Option<u64>,
-    /// Entries used within this many days are never evicted [default: 30].
-    #[arg(long, alias = "cache_ttl", global = true, value_name = "DAYS", value_parser = parse_ttl_days)]
-    pub cache_ttl: Option<Duration>,
-    /// Mode of the directories the cache creates: the owner always has rwx, others nothing;
-    /// 0750 or 0770 share the cache with the group, e.g. --cache-dir-mode 0770 [default: 0700].
-    #[arg(long, alias = "cache_dir_mode", global = true, value_name = "OCTAL", value_parser = parse_dir_mode)]
-    pub cache_dir_mode: Option<u32>,
-    /// Compile again instead of replaying a remembered failure.
-    #[arg(long, alias = "retry_failed_compilation", global = true)]
-    pub retry_failed_compilation: bool,
-    /// A remote tier shared by hosts: redis://HOST:PORT/DB[/PREFIX] (or s3://, gcs:// in
-    /// builds with those features).
-    #[arg(long, global = true, value_name = "URL")]
-    pub remote: Option<String>,
-    /// Read the remote tier, never write to it.
-    #[arg(long, alias = "remote_read_only", global = true)]
-    pub remote_read_only: bool,
-    /// Bound on one remote operation [default: 2].
-    #[arg(long, alias = "remote_timeout", global = true, value_name = "SECONDS",
-          value_parser = |s: &str| parse_seconds(s, false))]
-    pub remote_timeout: Option<Duration>,
-    /// A file holding the secret that authenticates every remote value (never the secret
-    /// itself on a command line).
-    #[arg(long, alias = "remote_secret_file", global = true, value_name = "FILE")]
-    pub remote_secret_file: Option<PathBuf>,
+    /// Parsed by clap with the setting's own parser (and switches given).
+    parsed: Layer,
+    /// Values parsed after clap (see [`CommandLine::ParsedLater`]), by setting name.
+    later: Vec<(&'static str, String)>,
+    /// The cache directory as given, for commands printed to paste.
+    cache_dir: Option<String>,
+}
+
+fn mirrored() -> impl Iterator<Item = &'static mck_settings::Setting> {
+    SETTINGS
+        .iter()
+        .filter(|s| s.command_line != CommandLine::Absent)
+}
+
+impl clap::Args for CacheOptions {
+    fn augment_args(command: Command) -> Command {
+        mirrored().fold(command, |command, s| {
+            let mut arg = Arg::new(s.name).long(s.dashed()).global(true);
+            if s.dashed() != s.name {
+                arg = arg.alias(s.name);
+            }
+            // Help lines end without a period, as clap writes the others.
+            let help = s.doc.trim_end_matches('.');
+            arg = match s.kind.value_name() {
+                None => arg.action(ArgAction::SetTrue).help(help),
+                Some(value_name) => {
+                    let help = match s.default {
+                        "none" => help.to_owned(),
+                        default => format!("{help} [default: {default}]"),
+                    };
+                    let arg = arg.value_name(value_name).help(help);
+                    if s.command_line == CommandLine::Option {
+                        arg.value_parser(move |text: &str| s.parse(text))
+                    } else {
+                        arg
+                    }
+                }
+            };
+            command.arg(arg)
+        })
+    }
+
+    fn augment_args_for_update(command: Command) -> Command {
+        Self::augment_args(command)
+    }
+}
+
+impl clap::FromArgMatches for CacheOptions {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut options = CacheOptions::default();
+        for s in mirrored() {
+            match (s.is_switch(), s.command_line) {
+                (true, _) => {
+                    if matches.get_flag(s.name) {
+                        let on = Assignment::parse(s, "true").map_err(|message| {
+                            clap::Error::raw(clap::error::ErrorKind::ValueValidation, message)
+                        })?;
+                        options.parsed.push(on);
+                    }
+                }
+                (false, CommandLine::Option) => {
+                    if let Some(setter) = matches.get_one::<Setter>(s.name) {
+                        options.parsed.push(Assignment::typed(s, setter.clone()));
+                    }
+                }
+                (false, _) => {
+                    if let Some(text) = matches.get_one::<String>(s.name) {
+                        options.later.push((s.name, text.clone()));
+                    }
+                }
+            }
+        }
+        options.cache_dir = matches
+            .get_raw("cache_dir")
+            .and_then(|mut raw| raw.next().and_then(|v| v.to_str()).map(ToOwned::to_owned));
+        Ok(options)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
 }
 
 impl CacheOptions {
-    /// Defaults, then the configuration file, then the environment variable, then these options.
-    pub fn settings(&self) -> Result<Settings, CliError> {
-        Ok(self.resolved()?.settings)
+    /// What the store is opened with: defaults, then the configuration file, then the
+    /// environment variable, then these options.
+    pub fn settings(&self) -> Result<mck_store::Settings, CliError> {
+        Ok(self.resolved()?.settings.store)
     }
 
-    /// As [`CacheOptions::settings`], with the source of every setting.
+    /// Every setting (the store's and the commands' own), with the source of each.
     pub fn resolved(&self) -> Result<Resolved, CliError> {
         Settings::resolve_env(&self.overrides()?).map_err(CliError::usage)
     }
 
     /// These options as the top layer of the settings.
-    pub fn overrides(&self) -> Result<SettingsOverrides, CliError> {
-        let mut overrides = SettingsOverrides {
-            cache_dir: self.cache_dir.clone(),
-            enabled: self.no_cache.then_some(false),
-            max_size: self.cache_size,
-            dir_mode: self.cache_dir_mode,
-            ttl: self.cache_ttl,
-            retry_failed_compilation: self.retry_failed_compilation.then_some(true),
-            remote_read_only: self.remote_read_only.then_some(true),
-            remote_timeout: self.remote_timeout,
-            ..SettingsOverrides::default()
-        };
-        if let Some(url) = &self.remote {
-            // Parsed here rather than by clap so that an error never echoes a password.
-            let mut words = String::from("--remote=");
-            words.push_str(&quote(url));
-            overrides.remote_url = SettingsOverrides::parse_flags("command line", &words)
-                .map_err(CliError::usage)?
-                .remote_url;
+    pub fn overrides(&self) -> Result<Layer, CliError> {
+        let mut layer = self.parsed.clone();
+        for (name, text) in &self.later {
+            layer
+                .set("command line", name, text)
+                .map_err(CliError::usage)?;
         }
-        if let Some(file) = &self.remote_secret_file {
-            let words = format!("--remote_secret_file={}", quote(&file.to_string_lossy()));
-            overrides.remote_secret = SettingsOverrides::parse_flags("command line", &words)
-                .map_err(CliError::usage)?
-                .remote_secret;
-        }
-        Ok(overrides)
+        Ok(layer)
     }
-}
 
-impl CacheOptions {
     /// The options given, as command-line words (for commands printed to paste).
     pub fn as_args(&self) -> String {
-        let mut words = Vec::new();
-        if let Some(dir) = &self.cache_dir {
-            words.push(format!("--cache-dir {}", quote(&dir.to_string_lossy())));
-        }
         // Never the remote: its URL may hold a password, and conflicts live in the local cache.
-        words.join(" ")
+        match &self.cache_dir {
+            Some(dir) => format!("--cache-dir {}", quote(dir)),
+            None => String::new(),
+        }
     }
 }
 
-/// `text` single-quoted for the flag syntax (a quote inside ends, escapes, reopens).
+/// `text` single-quoted for a shell (a quote inside ends, escapes, reopens).
 fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }

@@ -105,8 +105,8 @@ pub fn prepare(
         Ok(files) => files,
         Err(why) => return Ok(uncached(command, &why)),
     };
-    let settings = cache.settings()?;
-    let Some(store) = Tiered::open(&settings)? else {
+    let settings = cache.resolved()?.settings;
+    let Some(store) = Tiered::open(&settings.store)? else {
         return Ok(uncached(command, "caching is off (--no_cache)"));
     };
     let request = ExecRequest {

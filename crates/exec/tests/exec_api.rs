@@ -3,7 +3,7 @@
 
 use mck_exec::{AtAddress, ExecRequest, Finished, exec_key, run};
 use mck_key::Computation;
-use mck_store::{Address, Compiled, Served, Settings, SettingsOverrides, Tiered};
+use mck_store::{Address, Compiled, Served, Settings, Tiered};
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -28,14 +28,10 @@ impl Setup {
         )
         .unwrap();
         std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let settings = Settings::from_flags_and(
-            None,
-            &SettingsOverrides {
-                cache_dir: Some(dir.path().join("cache")),
-                ..SettingsOverrides::default()
-            },
-        )
-        .unwrap();
+        let settings = Settings {
+            cache_dir: dir.path().join("cache"),
+            ..Settings::default()
+        };
         let store = Tiered::open(&settings).unwrap().expect("caching is on");
         Setup { dir, store }
     }

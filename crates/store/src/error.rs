@@ -40,25 +40,12 @@ pub enum StoreError {
     /// The cache directory (or a directory inside it) is unsafe to use.
     #[error("refusing to use cache directory {}: {reason}", path.display())]
     Insecure { path: PathBuf, reason: String },
-    /// A bad setting, from the environment variable or an explicit override.
-    #[error(transparent)]
-    Settings(#[from] SettingsError),
     /// A run archive (`runs import`) that is refused; nothing was written.
     #[error("{}: {reason}; nothing was imported", file.display())]
     Archive { file: PathBuf, reason: String },
     /// An entry could not be encoded (the metadata did not serialize, or is too large).
     #[error("cannot encode cache entry for {key}: {reason}")]
     Encode { key: String, reason: String },
-}
-
-/// A setting that could not be parsed. `source` names where it came from: the environment
-/// variable (`MLIR_CACHE_KEY_FLAGS`) or `command line`.
-#[derive(Debug, thiserror::Error)]
-#[error("{source_name}: {flag}: {message}")]
-pub struct SettingsError {
-    pub source_name: String,
-    pub flag: String,
-    pub message: String,
 }
 
 impl StoreError {

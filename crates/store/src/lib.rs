@@ -4,7 +4,7 @@
 //! concurrent processes, a shared remote tier, and management operations. No MLIR needed.
 //!
 //! Files, each with one job:
-//! - `settings`: `MLIR_CACHE_KEY_FLAGS` and overrides;
+//! - `settings`: the plain values a store is opened with (`mck-settings` reads them);
 //! - `key`: validating `<name>-<64 hex>`; `layout`: the versioned directory tree;
 //! - `entry`: the entry file format and its checksums; `atomic`: temp file + rename publishing
 //!   (entries, and a compiler's output restored on a hit);
@@ -58,8 +58,9 @@ pub use cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
 pub use compile::{Compiled, Served};
 pub use entry::{EntryMeta, EntryState, Failure};
-pub use error::{Result, SettingsError, StoreError};
+pub use error::{Result, StoreError};
 pub use evict::EvictReport;
+pub use fsutil::ensure_private_dir;
 pub use index::{ListFilter, SortBy};
 pub use key::{CacheKey, Digest, MANIFEST_NAME};
 pub use layout::Layout;
@@ -71,10 +72,7 @@ pub use registry::{
     RunningEntry,
 };
 pub use settings::{
-    CONFIG_FILE, DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_TTL_DAYS, FLAGS_VAR, LogLevel,
-    MAX_CONFIG_LEN, Resolved, SETTING_NAMES, Settings, SettingsOverrides, Source, parse_config,
-    parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days, read_config,
-    set_config,
+    DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_DIR_MODE, DEFAULT_TTL_DAYS, Settings,
 };
 pub use stats_file::STATS_FILE;
 pub use stream::Streamed;

@@ -18,9 +18,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{files_under, key, payload};
+use mck_settings::{Layer, Settings};
 use mck_store::{
-    CacheKey, CompileLock, Compiled, Failure, Lookup, ManualClock, Served, Settings,
-    SettingsOverrides, Store, Tiered,
+    CacheKey, CompileLock, Compiled, Failure, Lookup, ManualClock, Served, Store, Tiered,
 };
 use rand::Rng;
 use serde_json::json;
@@ -35,7 +35,7 @@ fn worker_entry() {
         return;
     };
     // The log level comes from MLIR_CACHE_KEY_FLAGS, as the CLI will do it.
-    let level = Settings::from_env_and(&SettingsOverrides::default())
+    let level = Settings::from_env_and(&Layer::default())
         .map(|s| s.log_level.as_tracing())
         .unwrap_or(tracing::Level::WARN);
     tracing_subscriber::fmt()
@@ -59,9 +59,8 @@ fn env(name: &str) -> Result<String, String> {
 
 /// The store as a real tool opens it: settings from `MLIR_CACHE_KEY_FLAGS`.
 fn worker_store() -> Result<Store, String> {
-    let settings =
-        Settings::from_env_and(&SettingsOverrides::default()).map_err(|e| e.to_string())?;
-    Store::open(&settings).map_err(|e| e.to_string())
+    let settings = Settings::from_env_and(&Layer::default()).map_err(|e| e.to_string())?;
+    Store::open(&settings.store).map_err(|e| e.to_string())
 }
 
 /// Prints a result line. libtest has already written "test worker_entry ... " without a newline,

@@ -1,0 +1,306 @@
+//! Every setting, defined once: [`SETTINGS`] holds one entry per setting (name, kind, default,
+//! doc, parser, shower), in the manner of ripgrep's flag table. The variable's parser, the
+//! configuration file, `config show`, the command line's options, the man page and
+//! docs/settings.md all read this table; adding a setting is one entry here (plus its use).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mck_store::remote::{RemoteUrl, Secret};
+
+use super::values::{parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days};
+use super::{LogLevel, Settings};
+
+/// What a parsed value does to the settings it is applied to.
+pub type Setter = Arc<dyn Fn(&mut Settings) + Send + Sync>;
+
+/// One setting.
+pub struct Setting {
+    /// `--NAME` in `MLIR_CACHE_KEY_FLAGS`, `NAME = …` in the configuration file, `--NAME` with
+    /// dashes for underscores on the command line (both spellings are accepted everywhere).
+    pub name: &'static str,
+    pub kind: Kind,
+    /// The default, as the documentation writes it (a test checks it parses to the default).
+    pub default: &'static str,
+    /// One sentence for `--help`, the man page and docs/settings.md.
+    pub doc: &'static str,
+    /// The value in force as the configuration file would write it (`None`: unset).
+    pub show: fn(&Settings) -> Option<String>,
+    /// False for `cache_dir`: the configuration file lives in the cache directory.
+    pub in_config_file: bool,
+    /// Whether the commands that use the cache take it as an option.
+    pub command_line: CommandLine,
+}
+
+/// A switch, or the type of a setting's value with the field it sets: the parser and the value's
+/// name in `--help` follow from the type.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    /// `--NAME` turns it on in the variable; `NAME = true|false` in the file.
+    Switch(fn(&mut Settings, bool)),
+    /// A directory (not empty).
+    Dir(fn(&mut Settings, PathBuf)),
+    /// A byte count ([`parse_size`]).
+    Size(fn(&mut Settings, u64)),
+    /// A number of days ([`parse_ttl_days`]).
+    Days(fn(&mut Settings, Duration)),
+    /// A number of seconds ([`parse_seconds`]), zero allowed when `zero_ok`.
+    Seconds {
+        zero_ok: bool,
+        set: fn(&mut Settings, Duration),
+    },
+    /// A log level ([`parse_log_level`]).
+    Level(fn(&mut Settings, LogLevel)),
+    /// An octal directory mode ([`parse_dir_mode`]).
+    Mode(fn(&mut Settings, u32)),
+    /// A remote tier's URL; it may hold a password, so errors show it redacted.
+    Remote(fn(&mut Settings, RemoteUrl)),
+    /// A file holding the remote's shared secret, read when parsed.
+    SecretFile(fn(&mut Settings, Secret)),
+}
+
+impl Kind {
+    /// What `--help` calls the value; `None` for a switch.
+    pub fn value_name(self) -> Option<&'static str> {
+        Some(match self {
+            Kind::Switch(_) => return None,
+            Kind::Dir(_) => "DIR",
+            Kind::Size(_) => "SIZE",
+            Kind::Days(_) => "DAYS",
+            Kind::Seconds { .. } => "SECONDS",
+            Kind::Level(_) => "LEVEL",
+            Kind::Mode(_) => "OCTAL",
+            Kind::Remote(_) => "URL",
+            Kind::SecretFile(_) => "FILE",
+        })
+    }
+
+    /// Parses a value given as text (a switch's is `true` or `false`, as in the configuration
+    /// file); the error says what was expected.
+    pub fn parse(self, text: &str) -> Result<Setter, String> {
+        fn with<T: Clone + Send + Sync + 'static>(set: fn(&mut Settings, T), value: T) -> Setter {
+            Arc::new(move |s| set(s, value.clone()))
+        }
+        Ok(match self {
+            Kind::Switch(set) => with(set, parse_switch(text)?),
+            Kind::Dir(set) => {
+                if text.is_empty() {
+                    return Err("the directory may not be empty".to_owned());
+                }
+                with(set, PathBuf::from(text))
+            }
+            Kind::Size(set) => with(set, parse_size(text)?),
+            Kind::Days(set) => with(set, parse_ttl_days(text)?),
+            Kind::Seconds { zero_ok, set } => with(set, parse_seconds(text, zero_ok)?),
+            Kind::Level(set) => with(set, parse_log_level(text)?),
+            Kind::Mode(set) => with(set, parse_dir_mode(text)?),
+            Kind::Remote(set) => with(
+                set,
+                RemoteUrl::parse_supported(text).map_err(|e| e.to_string())?,
+            ),
+            Kind::SecretFile(set) => with(set, Secret::read(Path::new(text))?),
+        })
+    }
+}
+
+fn parse_switch(text: &str) -> Result<bool, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" | "1" => Ok(true),
+        "false" | "no" | "off" | "0" => Ok(false),
+        _ => Err(format!("expected true or false, got {text:?}")),
+    }
+}
+
+/// How the command line mirrors a setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandLine {
+    /// Not an option of the cache commands (`exec` has its own `--no-direct`, the program its
+    /// own `--log-level`).
+    Absent,
+    /// An option whose value clap parses with [`Kind::Value`]'s parser.
+    Option,
+    /// An option parsed after clap, so that an error never echoes a password the way clap's
+    /// errors echo the value, or because parsing reads a file.
+    ParsedLater,
+}
+
+impl Setting {
+    /// The name with dashes, as the command line spells it.
+    pub fn dashed(&self) -> String {
+        self.name.replace('_', "-")
+    }
+
+    /// True for a switch.
+    pub fn is_switch(&self) -> bool {
+        matches!(self.kind, Kind::Switch(_))
+    }
+
+    /// Parses a value for this setting (see [`Kind::parse`]).
+    pub fn parse(&self, text: &str) -> Result<Setter, String> {
+        self.kind.parse(text)
+    }
+
+    /// True when the value may hold a password.
+    pub fn is_secret(&self) -> bool {
+        matches!(self.kind, Kind::Remote(_))
+    }
+
+    /// `text` as errors may show it: a value that may hold a password is redacted.
+    pub fn shown_value(&self, text: &str) -> String {
+        if self.is_secret() {
+            mck_store::remote::redact(text)
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+/// The setting called `name`, spelled with underscores or with dashes.
+pub fn find(name: &str) -> Option<&'static Setting> {
+    let name = name.replace('-', "_");
+    SETTINGS.iter().find(|s| s.name == name)
+}
+
+fn seconds(d: std::time::Duration) -> Option<String> {
+    Some(format!("{}", d.as_secs_f64()))
+}
+
+/// The table. Its order is the order of `config show`, `--help` and the docs.
+pub static SETTINGS: &[Setting] = &[
+    Setting {
+        name: "cache_dir",
+        kind: Kind::Dir(|s, dir| s.store.cache_dir = dir),
+        default: mck_store::DEFAULT_CACHE_DIR,
+        doc: "The cache directory (not in the configuration file, which lives in it).",
+        show: |s| Some(s.store.cache_dir.display().to_string()),
+        in_config_file: false,
+        command_line: CommandLine::Option,
+    },
+    Setting {
+        name: "no_cache",
+        kind: Kind::Switch(|s, on| s.store.enabled = !on),
+        default: "false",
+        doc: "Disable the cache: look up nothing, store nothing.",
+        show: |s| Some((!s.store.enabled).to_string()),
+        in_config_file: true,
+        command_line: CommandLine::Option,
+    },
+    Setting {
+        name: "cache_size",
+        kind: Kind::Size(|s, bytes| s.store.max_size = bytes),
+        default: "100G",
+        doc: "Size cap, e.g. 100G, 512Mi or 1000000 (k/M/G/T decimal, Ki/Mi/Gi/Ti binary); 0 evicts all that the TTL does not protect.",
+        show: |s| Some(s.store.max_size.to_string()),
+        in_config_file: true,
+        command_line: CommandLine::Option,
+    },
+    Setting {
+        name: "cache_ttl",
+        kind: Kind::Days(|s, ttl| s.store.ttl = ttl),
+        default: "30",
+        doc: "Entries used within this many days are never evicted (decimals allowed).",
+        show: |s| Some(format!("{}", s.store.ttl.as_secs_f64() / 86_400.0)),
+        in_config_file: true,
+        command_line: CommandLine::Option,
+    },
+    Setting {
+        name: "retry_failed_compilation",
+        kind: Kind::Switch(|s, on| s.store.retry_failed_compilation = on),
+        default: "false",
+        doc: "Compile again instead of replaying a remembered failure (it reads as a miss).",
+        show: |s| Some(s.store.retry_failed_compilation.to_string()),
+        in_config_file: true,
+        command_line: CommandLine::Option,
+    },
+    Setting {
+        name: "no_direct",
+        kind: Kind::Switch(|s, on| s.no_direct = on),
+        default: "false",
+        doc: "`exec` keys on the canonical module only: direct mode off, no manifest looked up or stored (`exec --no-direct` for one command).",
+        show: |s| Some(s.no_direct.to_string()),
+        in_config_file: true,
+        command_line: CommandLine::Absent,
+    },
+    Setting {
+        name: "log_level",
+        kind: Kind::Level(|s, level| s.log_level = level),
+        default: "WARNING",
+        doc: "Log level: ERROR, WARNING, INFO or DEBUG, any case (`--log-level` on the command line).",
+        show: |s| Some(s.log_level.name().to_owned()),
+        in_config_file: true,
+        command_line: CommandLine::Absent,
+    },
+    Setting {
+        name: "cache_dir_mode",
+        kind: Kind::Mode(|s, mode| s.store.dir_mode = mode),
+        default: "0700",
+        doc: "Mode of the directories the cache creates (files get the same bits without x): the owner always has rwx, others nothing; 0750 or 0770 share the cache with the group (directories of a group member are then accepted).",
+        show: |s| Some(format!("{:04o}", s.store.dir_mode)),
+        in_config_file: true,
+        command_line: CommandLine::Option,
+    },
+    Setting {
+        name: "remote",
+        kind: Kind::Remote(|s, url| s.store.remote.url = Some(url)),
+        default: "none",
+        doc: "A remote tier shared by hosts: redis://HOST:PORT/DB[/PREFIX] (or s3://, gcs:// in builds with those features).",
+        show: |s| Some(s.store.remote.url.as_ref()?.to_string()),
+        in_config_file: true,
+        command_line: CommandLine::ParsedLater,
+    },
+    Setting {
+        name: "remote_read_only",
+        kind: Kind::Switch(|s, on| s.store.remote.read_only = on),
+        default: "false",
+        doc: "Read the remote tier, never write to it.",
+        show: |s| Some(s.store.remote.read_only.to_string()),
+        in_config_file: true,
+        command_line: CommandLine::Option,
+    },
+    Setting {
+        name: "remote_timeout",
+        kind: Kind::Seconds {
+            zero_ok: false,
+            set: |s, timeout| s.store.remote.timeout = timeout,
+        },
+        default: "2",
+        doc: "Bound on one remote operation (decimals allowed).",
+        show: |s| seconds(s.store.remote.timeout),
+        in_config_file: true,
+        command_line: CommandLine::Option,
+    },
+    Setting {
+        name: "remote_retry_after",
+        kind: Kind::Seconds {
+            zero_ok: true,
+            set: |s, pause| s.store.remote.retry_after = pause,
+        },
+        default: "30",
+        doc: "After a remote failure, use the local cache only this long.",
+        show: |s| seconds(s.store.remote.retry_after),
+        in_config_file: true,
+        command_line: CommandLine::Absent,
+    },
+    Setting {
+        name: "remote_lease",
+        kind: Kind::Seconds {
+            zero_ok: false,
+            set: |s, lease| s.store.remote.lease = lease,
+        },
+        default: "30",
+        doc: "Expiry of a compile lease, renewed while compiling.",
+        show: |s| seconds(s.store.remote.lease),
+        in_config_file: true,
+        command_line: CommandLine::Absent,
+    },
+    Setting {
+        name: "remote_secret_file",
+        kind: Kind::SecretFile(|s, secret| s.store.remote.secret = Some(secret)),
+        default: "none",
+        doc: "A file holding the shared secret that authenticates every remote value (never the secret itself on a command line).",
+        show: |s| Some(s.store.remote.secret.as_ref()?.path().display().to_string()),
+        in_config_file: true,
+        command_line: CommandLine::ParsedLater,
+    },
+];

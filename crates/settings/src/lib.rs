@@ -1,0 +1,78 @@
+//! The settings of mlir-cache-key, defined once ([`SETTINGS`], in `defs`) and read from their
+//! sources: the configuration file of the cache directory (`config`), `MLIR_CACHE_KEY_FLAGS`
+//! and command-line overrides (`layer`), layered with the source of each (`resolve`). Values are
+//! parsed by `values`; `docs` renders the table for docs/settings.md and the man page.
+//! MLIR-free; the store it configures (`mck-store`) reads no environment.
+
+mod config;
+mod defs;
+mod docs;
+mod layer;
+mod resolve;
+mod values;
+
+use serde::Serialize;
+
+pub use config::{CONFIG_FILE, ConfigError, MAX_CONFIG_LEN, parse_config, read_config, set_config};
+pub use defs::{CommandLine, Kind, SETTINGS, Setter, Setting, find};
+pub use docs::{man_section, markdown_table};
+pub use layer::{Assignment, Layer};
+pub use resolve::{Resolved, Source};
+pub use values::{parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days};
+
+/// The environment variable the settings are read from.
+pub const FLAGS_VAR: &str = "MLIR_CACHE_KEY_FLAGS";
+
+/// Every setting after layering: the store's, and the commands' own.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Settings {
+    /// What the store is opened with.
+    pub store: mck_store::Settings,
+    /// `exec` goes through the canonical key only: no manifest from the input's raw bytes.
+    pub no_direct: bool,
+    pub log_level: LogLevel,
+}
+
+/// The log level named by `log_level`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum LogLevel {
+    Error,
+    #[default]
+    Warning,
+    Info,
+    Debug,
+}
+
+impl LogLevel {
+    /// The matching `tracing` level, for a subscriber.
+    pub fn as_tracing(self) -> tracing::Level {
+        match self {
+            LogLevel::Error => tracing::Level::ERROR,
+            LogLevel::Warning => tracing::Level::WARN,
+            LogLevel::Debug => tracing::Level::DEBUG,
+            LogLevel::Info => tracing::Level::INFO,
+        }
+    }
+
+    /// The level's name as `config show` writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogLevel::Error => "ERROR",
+            LogLevel::Warning => "WARNING",
+            LogLevel::Info => "INFO",
+            LogLevel::Debug => "DEBUG",
+        }
+    }
+}
+
+/// A setting that could not be parsed. `source_name` names where it came from: the
+/// environment variable (`MLIR_CACHE_KEY_FLAGS`), a line of the configuration file, or
+/// `command line`.
+#[derive(Debug, thiserror::Error)]
+#[error("{source_name}: {flag}: {message}")]
+pub struct SettingsError {
+    pub source_name: String,
+    pub flag: String,
+    pub message: String,
+}
