@@ -89,14 +89,28 @@ impl CliError {
 impl From<mck_store::StoreError> for CliError {
     fn from(e: mck_store::StoreError) -> Self {
         Self {
-            // A refusal (a sealed run, an immutable record) is the request's fault, not the
-            // cache's.
             kind: match e {
-                mck_store::StoreError::Refused(_) | mck_store::StoreError::Settings(_) => {
-                    Failure::Usage
-                }
+                mck_store::StoreError::Settings(_) => Failure::Usage,
                 _ => Failure::Cache,
             },
+            error: e.into(),
+        }
+    }
+}
+
+impl From<mck_runs::RunsError> for CliError {
+    fn from(e: mck_runs::RunsError) -> Self {
+        use mck_runs::RunsError;
+        // A refusal (a sealed run, an immutable record) is the request's fault, not the
+        // cache's.
+        let kind = match &e {
+            RunsError::Store(mck_store::StoreError::Settings(_)) => Failure::Usage,
+            _ if e.is_refusal() => Failure::Usage,
+            RunsError::Archive { .. } => Failure::Input,
+            _ => Failure::Cache,
+        };
+        CliError {
+            kind,
             error: e.into(),
         }
     }
@@ -108,8 +122,9 @@ impl From<mck_exec::ExecError> for CliError {
         let kind = match &e {
             ExecError::Input(_) => Failure::Input,
             ExecError::Missing(_) => Failure::NoInput,
-            ExecError::Cache(mck_store::StoreError::Refused(_)) => Failure::Usage,
             ExecError::Cache(_) => Failure::Cache,
+            ExecError::Runs(e) if e.is_refusal() => Failure::Usage,
+            ExecError::Runs(_) => Failure::Cache,
             ExecError::RunConflict(_) => Failure::Conflict,
             ExecError::Other(_) => Failure::Other,
         };

@@ -106,7 +106,7 @@ pub fn prepare(
         Err(why) => return Ok(uncached(command, &why)),
     };
     let settings = cache.settings()?;
-    let Some(store) = Tiered::open(&settings)? else {
+    let Some(store) = mck_runs::open_tiered(&settings)? else {
         return Ok(uncached(command, "caching is off (--no_cache)"));
     };
     let request = ExecRequest {

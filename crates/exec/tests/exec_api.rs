@@ -3,7 +3,8 @@
 
 use mck_exec::{AtAddress, ExecRequest, Finished, exec_key, run};
 use mck_key::Computation;
-use mck_store::{Address, Compiled, Served, Settings, SettingsOverrides, Tiered};
+use mck_runs::Address;
+use mck_store::{Compiled, Served, Settings, SettingsOverrides, Tiered};
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -36,7 +37,9 @@ impl Setup {
             },
         )
         .unwrap();
-        let store = Tiered::open(&settings).unwrap().expect("caching is on");
+        let store = mck_runs::open_tiered(&settings)
+            .unwrap()
+            .expect("caching is on");
         Setup { dir, store }
     }
 

@@ -122,13 +122,13 @@ impl Store {
     pub fn stats(&self) -> Result<Stats> {
         let c = self.with_index("read counters", |ix| ix.counters())?;
         let get = |k: &str| c.get(k).copied().unwrap_or(0).max(0) as u64;
-        let quarantined_files = count_files(self.layout.quarantine_dir())?;
-        let remote = self.settings.remote.url.as_ref().map(ToString::to_string);
+        let quarantined_files = count_files(self.layout().quarantine_dir())?;
+        let remote = self.settings().remote.url.as_ref().map(ToString::to_string);
         let remote_down_until_ms = remote.as_deref().and_then(|r| {
-            super::remote::marked_down_until(&self.layout.remote_state_path(), r, self.now())
+            super::remote::marked_down_until(&self.layout().remote_state_path(), r, self.now())
         });
-        let (_, zeroed_ms) = super::stats_file::read(self.layout.root());
-        super::stats_file::write(self.layout.root(), &c, zeroed_ms, self.file_mode());
+        let (_, zeroed_ms) = super::stats_file::read(self.layout().root());
+        super::stats_file::write(self.layout().root(), &c, zeroed_ms, self.file_mode());
         let (hits, misses) = (get("hits"), get("misses"));
         let miss_reasons = c
             .iter()
@@ -139,12 +139,12 @@ impl Store {
             .collect();
         Ok(Stats {
             schema: STATS_SCHEMA,
-            cache_dir: self.layout.root().to_owned(),
+            cache_dir: self.layout().root().to_owned(),
             entries: get("entry_count"),
             bytes: get("total_bytes"),
             failed_entries: get("failed_count"),
-            max_size: self.settings.max_size,
-            ttl_days: self.settings.ttl.as_secs_f64() / 86_400.0,
+            max_size: self.settings().max_size,
+            ttl_days: self.settings().ttl.as_secs_f64() / 86_400.0,
             hits,
             misses,
             hit_rate: (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64),
@@ -158,7 +158,7 @@ impl Store {
             bytes_written: get("bytes_written"),
             quarantined_files,
             remote,
-            remote_read_only: self.settings.remote.read_only,
+            remote_read_only: self.settings().remote.read_only,
             remote_down_until_ms,
             remote_hits: get("remote_hits"),
             remote_misses: get("remote_misses"),
@@ -167,7 +167,7 @@ impl Store {
             remote_errors: get("remote_errors"),
             remote_skipped: get("remote_skipped"),
             remote_corrupt: get("remote_corrupt"),
-            remote_authenticated: self.settings.remote.secret.is_some(),
+            remote_authenticated: self.settings().remote.secret.is_some(),
             remote_unauthenticated: get("remote_unauthenticated"),
         })
     }
@@ -186,7 +186,7 @@ impl Store {
 
     fn summary(&self, r: Row) -> EntrySummary {
         let path = match Digest::parse(&r.digest) {
-            Ok(d) => self.layout.entry_path(&d),
+            Ok(d) => self.layout().entry_path(&d),
             Err(_) => PathBuf::new(),
         };
         EntrySummary {
@@ -207,7 +207,7 @@ impl Store {
         let mut report = ClearReport::default();
         match what {
             Clear::All => {
-                for shard in read_dir_paths(self.layout.entries_dir())? {
+                for shard in read_dir_paths(self.layout().entries_dir())? {
                     if !fs::symlink_metadata(&shard)
                         .map(|m| m.is_dir())
                         .unwrap_or(false)
@@ -223,7 +223,7 @@ impl Store {
                     }
                 }
                 self.with_index("clear the index", |ix| ix.clear_rows())?;
-                for file in read_dir_paths(self.layout.quarantine_dir())? {
+                for file in read_dir_paths(self.layout().quarantine_dir())? {
                     remove_file_if_exists(&file)?;
                 }
             }
@@ -246,7 +246,7 @@ impl Store {
             "Removed {} entries ({} bytes) from {}",
             report.removed,
             report.freed_bytes,
-            self.layout.root().display()
+            self.layout().root().display()
         );
         Ok(report)
     }
@@ -258,13 +258,13 @@ impl Store {
         let mut ix = self.lock_index();
         let mut recreated = false;
         if !ix.quick_check().unwrap_or(false) {
-            *ix = rebuild::open_index(&self.layout, &self.settings, self.clock.as_ref(), true)?;
+            *ix = rebuild::open_index(self.layout(), self.settings(), self.clock().as_ref(), true)?;
             recreated = true;
         }
         let mut report = rebuild::reconcile(
-            &self.layout,
+            self.layout(),
             &mut ix,
-            self.clock.as_ref(),
+            self.clock().as_ref(),
             Depth::Full,
             &mut progress,
         )?;
@@ -276,9 +276,9 @@ impl Store {
     pub fn rebuild_index(&self) -> Result<RebuildReport> {
         let mut ix = self.lock_index();
         rebuild::reconcile(
-            &self.layout,
+            self.layout(),
             &mut ix,
-            self.clock.as_ref(),
+            self.clock().as_ref(),
             Depth::Metadata,
             &mut |_, _| {},
         )
@@ -289,12 +289,12 @@ impl Store {
     pub fn gc(&self) -> Result<GcReport> {
         let now = self.now();
         let eviction = self.evict_now(None)?;
-        let tmp_removed = remove_older_than(self.layout.tmp_dir(), now - STALE_TMP_MS)?;
-        let ttl_ms = i64::try_from(self.settings.ttl.as_millis()).unwrap_or(i64::MAX);
+        let tmp_removed = remove_older_than(self.layout().tmp_dir(), now - STALE_TMP_MS)?;
+        let ttl_ms = i64::try_from(self.settings().ttl.as_millis()).unwrap_or(i64::MAX);
         let quarantine_removed =
-            remove_older_than(self.layout.quarantine_dir(), now.saturating_sub(ttl_ms))?;
+            remove_older_than(self.layout().quarantine_dir(), now.saturating_sub(ttl_ms))?;
         let mut locks_removed = 0;
-        for shard in read_dir_paths(self.layout.locks_dir())? {
+        for shard in read_dir_paths(self.layout().locks_dir())? {
             if !fs::symlink_metadata(&shard)
                 .map(|m| m.is_dir())
                 .unwrap_or(false)
@@ -313,7 +313,7 @@ impl Store {
             quarantine_removed,
             locks_removed,
         };
-        debug!("gc of {}: {report:?}", self.layout.root().display());
+        debug!("gc of {}: {report:?}", self.layout().root().display());
         self.snapshot_counters();
         Ok(report)
     }

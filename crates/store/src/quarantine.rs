@@ -17,7 +17,7 @@ use super::fsutil;
 
 /// Where `path` goes in `quarantine_dir`: its name, the time and this process, so files moved
 /// aside at different times (or by racing processes) never overwrite each other.
-pub(crate) fn destination(quarantine_dir: &Path, path: &Path, now: UnixMillis) -> PathBuf {
+pub fn destination(quarantine_dir: &Path, path: &Path, now: UnixMillis) -> PathBuf {
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -41,7 +41,7 @@ impl Store {
     /// e.g. to explain a miss against an existing entry's ingredients. A damaged entry is
     /// quarantined and gives `None`.
     pub fn read_metadata(&self, digest: &Digest) -> Result<Option<EntryMeta>> {
-        let path = self.layout.entry_path(digest);
+        let path = self.layout().entry_path(digest);
         let Some(mut file) = self.open_entry(&path)? else {
             return Ok(None);
         };
@@ -53,7 +53,7 @@ impl Store {
             Ok(Err(DecodeError::UnsupportedVersion(_))) => Ok(None),
             Ok(Err(DecodeError::Corrupt(c))) => {
                 quarantine(
-                    self.layout.quarantine_dir(),
+                    self.layout().quarantine_dir(),
                     &path,
                     Some(&seen),
                     self.now(),
@@ -90,7 +90,7 @@ impl Store {
             Err(e) => match fs::symlink_metadata(path) {
                 Ok(m) if !m.file_type().is_file() => {
                     quarantine(
-                        self.layout.quarantine_dir(),
+                        self.layout().quarantine_dir(),
                         path,
                         Some(&m),
                         self.now(),
@@ -124,7 +124,7 @@ impl Store {
             Err(DecodeError::UnsupportedVersion(v)) => Ok(EntryRead::Unsupported(v)),
             Err(DecodeError::Corrupt(c)) => {
                 quarantine(
-                    self.layout.quarantine_dir(),
+                    self.layout().quarantine_dir(),
                     path,
                     Some(&seen),
                     self.now(),

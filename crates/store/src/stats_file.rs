@@ -122,7 +122,7 @@ impl super::cache::Store {
         self.with_index("zero the counters", |ix| ix.zero_events())?;
         let now = self.now();
         write(
-            self.layout.root(),
+            self.layout().root(),
             &BTreeMap::new(),
             Some(now),
             self.file_mode(),
@@ -133,8 +133,8 @@ impl super::cache::Store {
     /// Writes the snapshot of the counters (best effort).
     pub(crate) fn snapshot_counters(&self) {
         if let Ok(c) = self.with_index("read counters", |ix| ix.counters()) {
-            let (_, zeroed_ms) = read(self.layout.root());
-            write(self.layout.root(), &c, zeroed_ms, self.file_mode());
+            let (_, zeroed_ms) = read(self.layout().root());
+            write(self.layout().root(), &c, zeroed_ms, self.file_mode());
         }
     }
 }

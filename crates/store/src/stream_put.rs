@@ -53,7 +53,7 @@ impl Store {
             key: key.to_string(),
             reason,
         })?;
-        let tmp_dir = self.layout.tmp_dir();
+        let tmp_dir = self.layout().tmp_dir();
         let mut tmp = tempfile::Builder::new()
             .prefix(".entry-")
             .permissions(std::fs::Permissions::from_mode(self.file_mode()))

@@ -79,13 +79,13 @@ impl Tiered {
     /// Puts the remote of `local`'s settings behind it. A remote that cannot even be set up is
     /// a warning and a local-only cache.
     pub fn over(local: Store) -> Tiered {
-        let s = &local.settings;
+        let s = local.settings();
         let remote = match Remote::open(
             &s.remote,
             s.ttl,
-            &local.layout.remote_state_path(),
+            &local.layout().remote_state_path(),
             local.file_mode(),
-            local.clock.clone(),
+            local.clock().clone(),
         ) {
             Ok(r) => r,
             Err(e) => {
@@ -310,7 +310,7 @@ impl Tiered {
             self.count_miss(first_look);
             return Ok(Lookup::Miss);
         }
-        if meta.state == EntryState::Failed && self.local.settings.retry_failed_compilation {
+        if meta.state == EntryState::Failed && self.local.settings().retry_failed_compilation {
             info!(
                 "Ignoring the cached failed compilation on {} (retry_failed_compilation)",
                 remote.shown()
@@ -318,7 +318,7 @@ impl Tiered {
             self.count_miss(first_look);
             return Ok(Lookup::Miss);
         }
-        let path = self.local.layout.entry_path(key.digest());
+        let path = self.local.layout().entry_path(key.digest());
         let payload_len = (range.end - range.start) as u64;
         if let Err(e) = self.local.publish_parts(key, &meta, payload_len, &[bytes]) {
             warn!("cannot copy the remote entry of {key} into the local cache: {e}");

@@ -6,10 +6,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::super::address::{check_run_id, shorten};
-use super::super::clock::UnixMillis;
-use super::super::key::Digest;
-use super::super::registry::RunEntry;
+use mck_store::{Digest, UnixMillis};
+
+use crate::address::{check_run_id, shorten};
+use crate::registry::RunEntry;
+use crate::state::RunState;
 
 /// Format of the manifest.
 pub const EXPORT_FORMAT: u32 = 1;
@@ -68,7 +69,7 @@ impl Manifest {
                     shorten(&line.address)
                 ));
             }
-            if line.state != "conflict"
+            if line.state != RunState::Conflict
                 && let Some(other) = results.insert(line.address.as_str(), line.key.as_str())
                 && other != line.key
             {
@@ -77,7 +78,7 @@ impl Manifest {
                     shorten(&line.address)
                 ));
             }
-            if line.state != "conflict" {
+            if line.state != RunState::Conflict {
                 used.insert(member_name(&line.digest));
             }
         }
