@@ -726,20 +726,12 @@ fn insert_run_line(conn: &Connection, run: &str, entry: &RunEntry) -> rusqlite::
 
 fn row_to_address(r: &rusqlite::Row<'_>) -> rusqlite::Result<AddressEntry> {
     let record: String = r.get(7)?;
-    let state: String = r.get(4)?;
-    let state = EntryState::parse(&state).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            4,
-            rusqlite::types::Type::Text,
-            format!("unknown entry state {state:?}").into(),
-        )
-    })?;
     Ok(AddressEntry {
         address: r.get(0)?,
         local_name: r.get(1)?,
         key: r.get(2)?,
         digest: r.get(3)?,
-        state,
+        state: r.get(4)?,
         run: r.get(5)?,
         updated_ms: r.get(6)?,
         record: serde_json::from_str(&record).unwrap_or(Value::Null),

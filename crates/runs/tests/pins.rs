@@ -16,18 +16,21 @@ fn key(i: usize) -> CacheKey {
     CacheKey::parse(&format!("jit_m{i}-{:064x}", i + 1)).expect("valid key")
 }
 
-/// A cache whose cap holds about four 1 KiB entries, a one-day TTL, and `n` entries stored
-/// two days ago (so all of them may be evicted now).
-fn cache(dir: &std::path::Path, n: usize) -> (Store, Arc<ManualClock>) {
-    let clock = Arc::new(ManualClock::new(T0));
-    let settings = Settings {
+fn settings(dir: &std::path::Path) -> Settings {
+    Settings {
         cache_dir: dir.to_owned(),
         fsync: false,
         max_size: 4 * 1400,
         ttl: DAY,
         ..Settings::default()
-    };
-    let store = with_pins(Store::open_with_clock(&settings, clock.clone()).unwrap());
+    }
+}
+
+/// A cache with pins whose cap (see [`settings`]) holds about four 1 KiB entries, and `n` entries stored
+/// two days ago (so all of them may be evicted now).
+fn cache(dir: &std::path::Path, n: usize) -> (Store, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new(T0));
+    let store = with_pins(Store::open_with_clock(&settings(dir), clock.clone()).unwrap());
     for i in 0..n {
         store.put(&key(i), &[i as u8; 1024], &json!({})).unwrap();
         clock.advance(Duration::from_millis(1));
@@ -96,14 +99,7 @@ fn a_store_opened_without_pins_keeps_a_cache_that_has_run_records() {
     let (store, clock) = cache(dir.path(), 10);
     record_run(&store, "r1", (0..2).map(key));
     drop(store);
-    let settings = Settings {
-        cache_dir: dir.path().to_owned(),
-        fsync: false,
-        max_size: 4 * 1400,
-        ttl: DAY,
-        ..Settings::default()
-    };
-    let bare = Store::open_with_clock(&settings, clock).unwrap();
+    let bare = Store::open_with_clock(&settings(dir.path()), clock).unwrap();
     assert_eq!(bare.gc().unwrap().eviction.evicted, 0);
     assert!((0..10).all(|i| present(&bare, &key(i))));
 }

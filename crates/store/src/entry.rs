@@ -53,6 +53,23 @@ impl EntryState {
     }
 }
 
+impl std::str::FromStr for EntryState {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        EntryState::parse(s).ok_or_else(|| format!("unknown entry state {s:?}"))
+    }
+}
+
+/// As stored in the index and the registry: by name.
+impl rusqlite::types::FromSql for EntryState {
+    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        value
+            .as_str()?
+            .parse()
+            .map_err(|e: String| rusqlite::types::FromSqlError::Other(e.into()))
+    }
+}
+
 /// A failed compilation as remembered: the compiler's exit status (None when it was killed by a
 /// signal or never started) and its standard error.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

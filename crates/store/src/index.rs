@@ -188,18 +188,10 @@ pub struct Index {
 }
 
 fn row_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
-    let state: String = r.get(2)?;
-    let state = EntryState::parse(&state).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            2,
-            rusqlite::types::Type::Text,
-            format!("unknown entry state {state:?}").into(),
-        )
-    })?;
     Ok(Row {
         digest: r.get(0)?,
         name: r.get(1)?,
-        state,
+        state: r.get(2)?,
         size: r.get::<_, i64>(3)?.max(0) as u64,
         artefact_size: r.get::<_, i64>(4)?.max(0) as u64,
         created_ms: r.get(5)?,

@@ -7,7 +7,8 @@
 //! Files, each with one job:
 //! - `settings`: `MLIR_CACHE_KEY_FLAGS` and overrides;
 //! - `key`: validating `<name>-<64 hex>`; `layout`: the versioned directory tree;
-//! - `entry`: the entry file format and its checksums; `atomic`: temp file + rename publishing
+//! - `entry`: the entry file format and its checksums; `entry_file`: reading one from a file;
+//!   `atomic`: temp file + rename publishing
 //!   (entries, and a compiler's output restored on a hit);
 //! - `index`: the SQLite index; `rebuild`: repairing it from the directory;
 //! - `cache`: open, get, put; `read`: verified reads; `transfer`: entries moved between caches
@@ -28,6 +29,7 @@ mod cache;
 mod clock;
 mod compile;
 mod entry;
+mod entry_file;
 mod error;
 mod evict;
 pub mod fsutil;

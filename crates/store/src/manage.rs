@@ -2,6 +2,7 @@
 //! from the index (O(result) / O(1)); `verify` and `rebuild_index` walk the directory because
 //! their job is to make the index agree with it.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use super::index::{Counter, ListFilter, Row, SortBy};
 use super::key::Digest;
 use super::lock;
 use super::rebuild::{self, Depth, RebuildReport};
+use super::stats_file;
 
 /// A temporary file untouched for this long belongs to a dead writer.
 pub const STALE_TMP_MS: i64 = super::atomic::STALE_TMP_AGE.as_millis() as i64;
@@ -44,7 +46,7 @@ pub struct Stats {
     pub hit_rate: Option<f64>,
     /// Misses by what moved against the nearest stored entry (`flag`, `option`, `compiler`,
     /// `computation`, …; `new` when no entry of the module was stored).
-    pub miss_reasons: std::collections::BTreeMap<String, u64>,
+    pub miss_reasons: BTreeMap<String, u64>,
     /// When the counters were last zeroed (`cache stats --zero`), ms since the epoch.
     pub zeroed_ms: Option<UnixMillis>,
     pub failures_replayed: u64,
@@ -127,13 +129,13 @@ impl Store {
         let remote_down_until_ms = remote.as_deref().and_then(|r| {
             super::remote::marked_down_until(&self.layout().remote_state_path(), r, self.now())
         });
-        let (_, zeroed_ms) = super::stats_file::read(self.layout().root());
-        super::stats_file::write(self.layout().root(), &c, zeroed_ms, self.file_mode());
+        let (_, zeroed_ms) = stats_file::read(self.layout().root());
+        stats_file::write(self.layout().root(), &c, zeroed_ms, self.file_mode());
         let (hits, misses) = (get("hits"), get("misses"));
         let miss_reasons = c
             .iter()
             .filter_map(|(k, v)| {
-                let reason = k.strip_prefix(super::stats_file::MISS_REASON_PREFIX)?;
+                let reason = k.strip_prefix(stats_file::MISS_REASON_PREFIX)?;
                 Some((reason.to_owned(), (*v).max(0) as u64))
             })
             .collect();
@@ -352,4 +354,54 @@ fn remove_older_than(dir: &Path, cutoff: UnixMillis) -> Result<u64> {
         }
     }
     Ok(n)
+}
+
+/// Longest reason kept (longer ones are cut).
+const MAX_REASON_LEN: usize = 40;
+
+impl Store {
+    /// Counts one miss whose reason is `reason` (what moved against the nearest stored entry:
+    /// `flag`, `option`, `compiler`, `computation`, `new`, …). The reason is reduced to
+    /// lowercase letters, digits and `_`. Best effort: a failure is only logged.
+    pub fn count_miss_reason(&self, reason: &str) {
+        let mut name: String = reason
+            .trim()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .take(MAX_REASON_LEN)
+            .collect();
+        if name.is_empty() {
+            name.push_str("unknown");
+        }
+        let counter = format!("{}{name}", stats_file::MISS_REASON_PREFIX);
+        self.index_best_effort("count a miss reason", |ix| ix.add_named(&counter, 1));
+    }
+
+    /// Sets every event counter (hits, misses, reasons, evictions, remote counters…) to zero,
+    /// in the index and in the snapshot; sizes stay (ccache's `--zero-stats`).
+    pub fn zero_stats(&self) -> Result<()> {
+        self.with_index("zero the counters", |ix| ix.zero_events())?;
+        let now = self.now();
+        stats_file::write(
+            self.layout().root(),
+            &BTreeMap::new(),
+            Some(now),
+            self.file_mode(),
+        );
+        Ok(())
+    }
+
+    /// Writes the snapshot of the counters (best effort).
+    pub(crate) fn snapshot_counters(&self) {
+        if let Ok(c) = self.with_index("read counters", |ix| ix.counters()) {
+            let (_, zeroed_ms) = stats_file::read(self.layout().root());
+            stats_file::write(self.layout().root(), &c, zeroed_ms, self.file_mode());
+        }
+    }
 }

@@ -14,12 +14,12 @@ use tracing::info;
 use super::atomic::{OUTPUT_TMP_PREFIX, sweep_stale};
 use super::cache::{CachedFailure, Store};
 use super::entry::{DecodeError, EntryState};
+use super::entry_file::read_metadata_from;
 use super::error::{Result, StoreError};
 use super::fsutil;
 use super::index::Counter;
 use super::key::CacheKey;
 use super::quarantine::quarantine;
-use super::read::read_metadata_from;
 
 /// Buffer of a streamed copy: what a hit holds of the artefact at once.
 const CHUNK: usize = 1 << 20;
