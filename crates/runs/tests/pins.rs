@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mck_runs::{Registry, RunEntry, RunState, with_pins};
-use mck_store::{CacheKey, ManualClock, Settings, Store};
+use mck_store::{CacheKey, EvictReport, ManualClock, Settings, Store};
 use serde_json::json;
 
 const T0: i64 = 1_700_000_000_000;
@@ -58,17 +58,23 @@ fn record_run(store: &Store, run: &str, keys: impl Iterator<Item = CacheKey>) {
         .unwrap();
 }
 
+/// `n` entries whose `pinned` oldest a run record references; the cache is then gc'ed.
+fn gc_with_oldest_pinned(n: usize, pinned: usize) -> (tempfile::TempDir, Store, EvictReport) {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _clock) = cache(dir.path(), n);
+    record_run(&store, "r1", (0..pinned).map(key));
+    let report = store.gc().unwrap().eviction;
+    (dir, store, report)
+}
+
 fn present(store: &Store, k: &CacheKey) -> bool {
     store.read_metadata(k.digest()).unwrap().is_some()
 }
 
 #[test]
 fn eviction_spares_what_run_records_reference() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, _clock) = cache(dir.path(), 10);
     // The oldest two are referenced: plain LRU would evict them first.
-    record_run(&store, "r1", (0..2).map(key));
-    let report = store.gc().unwrap().eviction;
+    let (_dir, store, report) = gc_with_oldest_pinned(10, 2);
     assert!(report.evicted > 0, "{report:?}");
     assert!(present(&store, &key(0)) && present(&store, &key(1)));
     assert!(
@@ -80,11 +86,8 @@ fn eviction_spares_what_run_records_reference() {
 
 #[test]
 fn eviction_goes_past_more_pinned_entries_than_one_batch() {
-    let dir = tempfile::tempdir().unwrap();
-    let (store, _clock) = cache(dir.path(), 80);
     // The 70 oldest are pinned: more than the 64 rows one eviction step looks at.
-    record_run(&store, "r1", (0..70).map(key));
-    let report = store.gc().unwrap().eviction;
+    let (_dir, store, report) = gc_with_oldest_pinned(80, 70);
     assert_eq!(report.evicted, 10, "{report:?}");
     assert!((0..70).all(|i| present(&store, &key(i))));
     assert!(

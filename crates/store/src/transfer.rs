@@ -76,18 +76,19 @@ impl StagedEntry {
 /// Why a streamed entry file was not staged.
 #[derive(Debug, thiserror::Error)]
 pub enum StageError {
-    #[error("cannot create a temporary file: {0}")]
-    Create(io::Error),
-    #[error("damaged archive: {0}")]
-    Read(io::Error),
+    /// Creating, filling or reading back the temporary file failed (`what` says which).
+    #[error("{what}: {source}")]
+    Io {
+        what: &'static str,
+        source: io::Error,
+    },
     #[error("truncated: the archive holds {copied} of the {claimed} bytes it claims")]
     Truncated { copied: u64, claimed: u64 },
     #[error("does not match its checksum")]
     Checksum,
-    #[error("not a valid entry: {0}")]
-    Invalid(String),
-    #[error("{0}")]
-    Unsupported(DecodeError),
+    /// The bytes are no valid entry of the digest, or one of a newer format.
+    #[error("{}", match .0 { DecodeError::Corrupt(c) => format!("not a valid entry: {c}"), e => e.to_string() })]
+    Invalid(DecodeError),
     #[error("cannot read back: {0}")]
     ReadBack(io::Error),
 }
@@ -106,8 +107,15 @@ impl Store {
         let mut file = tempfile::Builder::new()
             .prefix(".import-")
             .tempfile_in(self.layout().tmp_dir())
-            .map_err(StageError::Create)?;
-        let (copied, hash) = copy_hashing(from, file.as_file_mut()).map_err(StageError::Read)?;
+            .map_err(|source| StageError::Io {
+                what: "cannot create a temporary file",
+                source,
+            })?;
+        let (copied, hash) =
+            copy_hashing(from, file.as_file_mut()).map_err(|source| StageError::Io {
+                what: "damaged archive",
+                source,
+            })?;
         if copied != size {
             return Err(StageError::Truncated {
                 copied,
@@ -117,14 +125,12 @@ impl Store {
         if hex::encode(hash) != *sha256 {
             return Err(StageError::Checksum);
         }
-        let meta = match verify_from(file.as_file_mut(), size, digest) {
-            Ok(Ok(meta)) => meta,
-            Ok(Err(DecodeError::Corrupt(c))) => return Err(StageError::Invalid(c.to_string())),
-            Ok(Err(e @ DecodeError::UnsupportedVersion(_))) => {
-                return Err(StageError::Unsupported(e));
-            }
-            Err(e) => return Err(StageError::ReadBack(e)),
-        };
+        let meta = verify_from(file.as_file_mut(), size, digest)
+            .map_err(|source| StageError::Io {
+                what: "cannot read back",
+                source,
+            })?
+            .map_err(StageError::Invalid)?;
         Ok(StagedEntry { file, meta, size })
     }
 
