@@ -337,10 +337,7 @@ impl Store {
     ) -> Result<PutOutcome> {
         let now = self.now();
         let meta = EntryMeta::new(key, state, failure, payload, now, ingredients.clone());
-        let prefix = entry::encode_prefix(&meta).map_err(|reason| StoreError::Encode {
-            key: key.to_string(),
-            reason,
-        })?;
+        let prefix = entry::encode_prefix(&meta)?;
         self.publish_parts(key, &meta, payload.len() as u64, &[&prefix, payload])
     }
 

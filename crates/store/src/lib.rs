@@ -55,7 +55,7 @@ pub use atomic::{OUTPUT_TMP_PREFIX, write_file};
 pub use cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
 pub use compile::{Compiled, Served};
-pub use entry::{EntryMeta, EntryState, Failure};
+pub use entry::{EntryMeta, EntryState, Failure, UnknownEntryState};
 pub use error::{Result, SettingsError, StoreError};
 pub use evict::EvictReport;
 pub use index::{ListFilter, SortBy};

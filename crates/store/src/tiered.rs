@@ -23,7 +23,7 @@ use tracing::{debug, info, warn};
 
 use super::cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};
 use super::entry::{self, DecodeError, EntryMeta, EntryState, Failure};
-use super::error::{Result, StoreError};
+use super::error::Result;
 use super::index::Counter;
 use super::key::CacheKey;
 use super::lock::CompileLock;
@@ -212,10 +212,7 @@ impl Tiered {
             self.local.now(),
             ingredients.clone(),
         );
-        let prefix = entry::encode_prefix(&meta).map_err(|reason| StoreError::Encode {
-            key: key.to_string(),
-            reason,
-        })?;
+        let prefix = entry::encode_prefix(&meta)?;
         let stored =
             self.local
                 .publish_parts(key, &meta, artefact.len() as u64, &[&prefix, artefact]);
