@@ -23,4 +23,4 @@ mod manifest;
 
 pub use export::{ExportReport, export_run};
 pub use import::{ImportReport, MAX_MEMBER_LEN, import_run};
-pub use manifest::{EXPORT_FORMAT, MANIFEST, MAX_LINES, MAX_MANIFEST_LEN, Manifest};
+pub use manifest::{EXPORT_FORMAT, MANIFEST, MAX_LINES, MAX_MANIFEST_LEN, Manifest, ManifestError};

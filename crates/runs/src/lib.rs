@@ -25,5 +25,7 @@ pub use address::{Address, AddressError, AddressPattern};
 pub use error::{Result, RunsError};
 pub use open::{open_store, open_tiered, with_pins};
 pub use pins::RunPins;
-pub use registry::{AddressClaim, AddressEntry, Registry, RunEntry, RunSummary, RunningEntry};
+pub use registry::{
+    AddressClaim, AddressEntry, LineError, Registry, RunEntry, RunSummary, RunningEntry,
+};
 pub use state::{RunState, UnknownState};

@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use mck_store::sqlite::{BUSY_TIMEOUT, retry_busy};
-use mck_store::{CacheKey, EntryState, Store, UnixMillis};
+use mck_store::{CacheKey, EntryState, Store, StoreError, UnixMillis};
 
-use crate::address::{Address, check_run_id, shorten};
+use crate::address::{Address, AddressError, check_run_id, shorten};
 use crate::error::{Result, RunsError};
 use crate::state::RunState;
 
@@ -103,26 +103,37 @@ pub struct RunEntry {
     pub conflict_with: Option<String>,
 }
 
+/// Why a run line from outside is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    #[error(transparent)]
+    Address(#[from] AddressError),
+    /// The key, or the conflicting key, is not a cache key.
+    #[error(transparent)]
+    Key(#[from] StoreError),
+    #[error("{address}: digest {digest} is not the key's")]
+    Digest { address: String, digest: String },
+    #[error("{0}: only a conflict line names the fingerprint it met")]
+    ConflictWith(String),
+}
+
 impl RunEntry {
     /// Checks a line that came from outside (an imported archive): a valid, bounded address, a
-    /// key whose digest is `digest`, a known state, a valid conflicting key.
-    pub fn check(&self) -> std::result::Result<(), String> {
-        Address::parse(&self.address).map_err(|e| e.to_string())?;
-        let key = CacheKey::parse(&self.key).map_err(|e| e.to_string())?;
+    /// key whose digest is `digest`, a valid conflicting key exactly on a conflict line (the
+    /// state itself is typed: an unknown one never parses).
+    pub fn check(&self) -> std::result::Result<(), LineError> {
+        Address::parse(&self.address)?;
+        let key = CacheKey::parse(&self.key)?;
         if key.digest().as_str() != self.digest {
-            return Err(format!(
-                "{}: digest {} is not the key's",
-                self.address,
-                shorten(&self.digest)
-            ));
+            return Err(LineError::Digest {
+                address: self.address.clone(),
+                digest: shorten(&self.digest),
+            });
         }
         match (&self.conflict_with, self.state == RunState::Conflict) {
-            (Some(other), true) => CacheKey::parse(other).map(drop).map_err(|e| e.to_string()),
+            (Some(other), true) => Ok(CacheKey::parse(other).map(drop)?),
             (None, false) => Ok(()),
-            _ => Err(format!(
-                "{}: only a conflict line names the fingerprint it met",
-                self.address
-            )),
+            _ => Err(LineError::ConflictWith(self.address.clone())),
         }
     }
 }
@@ -472,7 +483,9 @@ impl Registry {
         check_run_id(run)
             .map_err(|reason| RunsError::Refused(format!("run id {:?}: {reason}", shorten(run))))?;
         for entry in entries {
-            entry.check().map_err(RunsError::Refused)?;
+            entry
+                .check()
+                .map_err(|e| RunsError::Refused(e.to_string()))?;
         }
         if let Some(existing) = self.run(run)? {
             if existing == entries {

@@ -96,7 +96,7 @@ fn stage_members(
                 "{name} claims {size} bytes, more than the {limit} an entry may have here"
             ));
         }
-        let digest = digest_of(&name)?;
+        let digest = digest_of(&name).map_err(|e| e.to_string())?;
         let s = store
             .stage_entry(&mut member, size, sum, &digest)
             .map_err(|e| format!("{name}: {e}"))?;
