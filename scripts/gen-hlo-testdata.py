@@ -20,10 +20,25 @@ XLA takes from a per-process counter, are those of a fresh run):
 - legacy.a.pb, legacy.b.pb: the older metadata style (source_file,
   source_line, source_column and their end) written by XLA's own HLO text
   parser, from two checkouts;
-- fields.txt: the field table of the messages mck-hlo opens, read from the
-  protobuf descriptors compiled into this jaxlib (the test in
-  crates/hlo compares its table with it);
+- ids.*.pb: lowered one after the other in ONE process, so each has another
+  module id (XLA's per-process counter): ids.mlp.a and ids.mlp.b (twins:
+  the same code from two files at other lines), ids.mlp.const (another
+  constant), ids.scan.a and ids.scan.b (a lax.scan: a while with called
+  computations), ids.donate.a and ids.donate.b (a jit with a donated
+  argument: an input/output alias config);
+- ids.scan.shifted.pb: ids.scan.a with other ids in the same order (every
+  computation id + 100, every instruction's local id + 7, module id + 1000),
+  as a frontend whose counters stood elsewhere writes it (torch-xla after
+  other graphs), rewritten here at the wire level;
+- crates/hlo/src/fields.txt: the field table of the messages mck-hlo opens
+  (it reads its table from this file), read from the protobuf descriptors
+  compiled into this jaxlib;
+- crates/key/src/compile_options/fields.txt: the same for the messages
+  mck-key's compile-options normalization opens (written with --tables too);
 - MANIFEST: versions.
+
+With `--in-one-process` it writes only the ids.*.pb files; with `--tables`
+only the two field tables.
 
 With `--check BIN` it writes nothing: it canonicalizes each proto with
 `BIN canon` and has jaxlib's XLA load both, checking that the modules print
@@ -36,6 +51,9 @@ import subprocess
 import sys
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "hlo")
+# The field table mck-hlo reads (include_str!) is generated here too.
+FIELDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "hlo", "src",
+                      "fields.txt")
 
 # name: (program, file name, lines of padding, body indent, variant)
 MODULES = {
@@ -90,6 +108,125 @@ ENTRY main {{
   ROOT t = f32[4,8]{{1,0}} tanh(m), metadata={{op_type="tanh" op_name="jit(g)/tanh" source_file="{file}" source_line={l2} source_end_line={l2} source_column={c2} source_end_column={e2}}}
 }}
 """
+
+
+SCAN = """\
+import jax
+import jax.numpy as jnp
+{pad}
+def f(xs):
+    def step(carry, x):
+        return {indent}carry * 0.9 + jnp.sin(x), carry.sum()
+    return jax.lax.scan(step, jnp.zeros(xs.shape[1:]), xs)
+"""
+
+DONATE = """\
+import jax.numpy as jnp
+{pad}
+def f(x, y):
+    return {indent}x * {const} + jnp.cos(y)
+"""
+
+# name: (template, file name, lines of padding, body indent, constant), lowered in this order.
+IN_ONE_PROCESS = {
+    "ids.mlp.a": (MLP, "/home/ci/checkout-a/model.py", 0, "", "2.0"),
+    "ids.mlp.b": (MLP, "/srv/build/checkout-b/src/deeper/model.py", 11, "  ", "2.0"),
+    "ids.mlp.const": (MLP, "/home/ci/checkout-a/model.py", 0, "", "3.0"),
+    "ids.scan.a": (SCAN, "/home/ci/checkout-a/scan.py", 0, "", ""),
+    "ids.scan.b": (SCAN, "/srv/build/checkout-b/scan.py", 6, " ", ""),
+    "ids.donate.a": (DONATE, "/home/ci/checkout-a/step.py", 0, "", "2.0"),
+    "ids.donate.b": (DONATE, "/srv/build/checkout-b/step.py", 3, "   ", "2.0"),
+}
+
+
+def module_id(proto):
+    """HloModuleProto.id (field 5; 0 when absent)."""
+    return next((v for n, w, v in fields_of(proto) if n == 5 and w == 0), 0)
+
+
+def in_one_process():
+    """Lowers IN_ONE_PROCESS one after the other in this process and writes them."""
+    import jax
+    import jax.numpy as jnp
+
+    f32 = jnp.float32
+    ids = {}
+    for name, (template, filename, pad, indent, const) in IN_ONE_PROCESS.items():
+        source = template.format(pad="\n" * pad, indent=indent, op="tanh", const=const)
+        namespace = {}
+        exec(compile(source, filename, "exec"), namespace)
+        f = namespace["f"]
+        if template is MLP:
+            lowered = jax.jit(f).lower(jax.ShapeDtypeStruct((4, 8), f32),
+                                       jax.ShapeDtypeStruct((8, 3), f32))
+        elif template is SCAN:
+            lowered = jax.jit(f).lower(jax.ShapeDtypeStruct((5, 4), f32))
+        else:
+            lowered = jax.jit(f, donate_argnums=0).lower(jax.ShapeDtypeStruct((4, 8), f32),
+                                                         jax.ShapeDtypeStruct((4, 8), f32))
+        proto = lowered.compiler_ir("hlo").as_serialized_hlo_module_proto()
+        ids[name] = module_id(proto)
+        out = os.path.join(OUT, f"{name}.pb")
+        with open(out, "wb") as file:
+            file.write(proto)
+        print(f"wrote {os.path.relpath(out)} ({len(proto)} bytes, module id {ids[name]})")
+    if len(set(ids.values())) != len(ids):
+        sys.exit(f"module ids repeat, so these are no test of renumbering: {ids}")
+    with open(os.path.join(OUT, "ids.scan.a.pb"), "rb") as file:
+        shifted = shift_ids(file.read())
+    out = os.path.join(OUT, "ids.scan.shifted.pb")
+    with open(out, "wb") as file:
+        file.write(shifted)
+    print(f"wrote {os.path.relpath(out)} ({len(shifted)} bytes)")
+
+
+def encode_varint(value):
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if not value:
+            out.append(byte)
+            return bytes(out)
+        out.append(byte | 0x80)
+
+
+def shift_ids(proto, computations=100, locals_=7, module=1000):
+    """The module with every id moved, their order kept: (message, field) -> what it holds."""
+    computation = lambda i: i + computations
+    instruction = lambda i: ((i >> 32) + computations) << 32 | ((i & 0xFFFFFFFF) + locals_)
+    rules = {
+        "module": {5: lambda i: i + module, 6: computation, 3: "computation", 7: "schedule"},
+        "computation": {5: computation, 6: instruction, 2: "instruction"},
+        "instruction": {35: instruction, 36: instruction, 37: instruction, 38: computation},
+        "schedule": {1: "sequence"},
+        "sequence": {1: computation, 2: "ids"},
+        "ids": {1: instruction},
+    }
+
+    def rewrite(buf, msg):
+        out = bytearray()
+        for number, wire, value in fields_of(buf):
+            rule = rules[msg].get(number)
+            if rule is None:
+                out += encode_varint(number << 3 | wire)
+                out += (encode_varint(value) if wire == 0
+                        else encode_varint(len(value)) + value if wire == 2 else value)
+            elif isinstance(rule, str):
+                inner = rewrite(value, rule)
+                out += encode_varint(number << 3 | 2) + encode_varint(len(inner)) + inner
+            elif wire == 0:
+                out += encode_varint(number << 3) + encode_varint(rule(value))
+            else:
+                values, i = [], 0
+                while i < len(value):
+                    v, i = varint(value, i)
+                    values.append(encode_varint(rule(v)))
+                packed = b"".join(values)
+                out += encode_varint(number << 3 | 2) + encode_varint(len(packed)) + packed
+        return bytes(out)
+
+    return rewrite(proto, "module")
 
 
 def one(name, out):
@@ -229,17 +366,30 @@ def messages(descriptors, prefix=""):
     return found
 
 
-def field_table():
+# The messages mck-key's compile-options normalization opens.
+COMPILE_OPTIONS_DESCRIBED = [
+    "CompileOptionsProto", "CompileOptionsProto.EnvOptionOverridesEntry",
+    "ExecutableBuildOptionsProto", "OptionOverrideProto", "DebugOptions",
+    "DebugOptions.CollectiveFilter", "DeviceAssignmentProto",
+    "DeviceAssignmentProto.ComputationDevice", "ThunkBufferDebugFilter", "IntRangeInclusive",
+    # The entry of every map<string, string> in DebugOptions (mck-key reads them as one).
+    "DebugOptions.XlaBackendExtraOptionsEntry",
+]
+COMPILE_OPTIONS_FIELDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates",
+                                      "key", "src", "compile_options", "fields.txt")
+
+
+def field_table(protos=("xla/service/hlo.proto", "xla/xla_data.proto"), described=DESCRIBED):
     import jaxlib
     path = os.path.join(os.path.dirname(jaxlib.__file__), "libjax_common.so")
     with open(path, "rb") as file:
         data = file.read()
     found = {}
-    for proto in ("xla/service/hlo.proto", "xla/xla_data.proto"):
+    for proto in protos:
         file_fields = fields_of(file_descriptor(data, proto))
         found.update(messages([v for n, _, v in file_fields if n == 4]))
     lines = []
-    for msg in DESCRIBED:
+    for msg in described:
         for f in sorted(found[msg], key=lambda f: f["number"]):
             kind = f["type_name"].lstrip(".") if f["type"] in ("message", "enum") else f["type"]
             if f["type"] == "enum":
@@ -269,9 +419,34 @@ def check(binary):
             print(f"{name}: XLA loads the canonical proto; same module")
 
 
+def write_tables():
+    """The field tables mck-hlo and mck-key read, from this jaxlib's descriptors."""
+    import jaxlib
+    import jaxlib.version
+    tables = [(FIELDS, "xla/service/hlo.proto and xla/xla_data.proto",
+               ("xla/service/hlo.proto", "xla/xla_data.proto"), DESCRIBED),
+              (COMPILE_OPTIONS_FIELDS,
+               "xla/pjrt/proto/compile_options.proto, xla/xla.proto and xla/xla_data.proto",
+               ("xla/pjrt/proto/compile_options.proto", "xla/xla.proto", "xla/xla_data.proto"),
+               COMPILE_OPTIONS_DESCRIBED)]
+    for path, what, protos, described in tables:
+        with open(path, "w") as file:
+            file.write(f"# {what} as compiled into jaxlib {jaxlib.__version__} "
+                       f"(jax commit {jaxlib.version._git_hash})\n")
+            file.write("# message number name kind label [presence: in a oneof]\n")
+            file.write(field_table(protos, described))
+        print(f"wrote {os.path.relpath(path)}")
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--one":
         one(sys.argv[2], sys.argv[3])
+        return
+    if sys.argv[1:] == ["--tables"]:
+        write_tables()
+        return
+    if sys.argv[1:] == ["--in-one-process"]:
+        in_one_process()
         return
     if len(sys.argv) == 3 and sys.argv[1] == "--check":
         check(sys.argv[2])
@@ -284,11 +459,8 @@ def main():
         out = os.path.join(OUT, f"{name}.pb")
         subprocess.run([sys.executable, os.path.abspath(__file__), "--one", name, out], check=True)
         print(f"wrote {os.path.relpath(out)} ({os.path.getsize(out)} bytes)")
-    with open(os.path.join(OUT, "fields.txt"), "w") as file:
-        file.write(f"# xla/service/hlo.proto and xla/xla_data.proto as compiled into jaxlib "
-                   f"{jaxlib.__version__} (jax commit {jaxlib.version._git_hash})\n")
-        file.write("# message number name kind label [presence: in a oneof]\n")
-        file.write(field_table())
+    subprocess.run([sys.executable, os.path.abspath(__file__), "--in-one-process"], check=True)
+    write_tables()
     with open(os.path.join(OUT, "MANIFEST"), "w") as file:
         file.write(f"jax {jax.__version__}\njaxlib {jaxlib.__version__}\n"
                    f"jaxlib git hash {jaxlib.version._git_hash}\n"

@@ -2,26 +2,13 @@
 //! share canonical bytes, kernels that differ in code never do.
 
 mod common;
+mod kernel_helpers;
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use common::{corpus, read};
+use kernel_helpers::{canonical, edit_mosaic_body};
 use mlir_cache_key::canon::kernels::StripMethod;
-use mlir_cache_key::canon::{CanonicalModule, KernelAction, Options};
+use mlir_cache_key::canon::KernelAction;
 use mlir_cache_key::mlir::{new_context, parse_module};
-
-fn canonical(source: &[u8]) -> (String, Vec<KernelAction>) {
-    let context = new_context();
-    let mut module = parse_module(&context, source, "test").expect("parse");
-    let canonical = CanonicalModule::of(&mut module, &Options::default()).expect("canonicalize");
-    let actions = canonical
-        .report()
-        .kernels
-        .iter()
-        .map(|k| k.action.clone())
-        .collect();
-    (hex::encode(canonical.digest().expect("digest")), actions)
-}
 
 fn file(relative: &str) -> Vec<u8> {
     read(&corpus(relative))
@@ -29,8 +16,8 @@ fn file(relative: &str) -> Vec<u8> {
 
 #[test]
 fn relocated_mosaic_in_body_kernels_share_bytes() {
-    let (a, actions) = canonical(&file("tpu/tpu_pallas_add.nounzip.a.generic.mlir"));
-    let (b, _) = canonical(&file("tpu/tpu_pallas_add.nounzip.b.generic.mlir"));
+    let (a, actions, _) = canonical(&file("tpu/tpu_pallas_add.nounzip.a.generic.mlir"));
+    let (b, _, _) = canonical(&file("tpu/tpu_pallas_add.nounzip.b.generic.mlir"));
     assert_eq!(a, b);
     assert_eq!(
         actions,
@@ -42,8 +29,8 @@ fn relocated_mosaic_in_body_kernels_share_bytes() {
 
 #[test]
 fn relocated_triton_kernels_share_bytes() {
-    let (a, actions) = canonical(&file("gpu/cuda_pallas_triton_add.a.generic.mlir"));
-    let (b, _) = canonical(&file("gpu/cuda_pallas_triton_add.b.generic.mlir"));
+    let (a, actions, _) = canonical(&file("gpu/cuda_pallas_triton_add.a.generic.mlir"));
+    let (b, _, _) = canonical(&file("gpu/cuda_pallas_triton_add.b.generic.mlir"));
     assert_eq!(a, b, "JAX misses this pair; we must not");
     assert_eq!(
         actions,
@@ -51,22 +38,6 @@ fn relocated_triton_kernels_share_bytes() {
             method: StripMethod::Container
         }]
     );
-}
-
-/// Replaces the base64 Mosaic body of `module` by `edit(body)`.
-fn edit_mosaic_body(module: &[u8], edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let text = String::from_utf8(module.to_vec()).expect("utf-8");
-    let start = text.find("\\22body\\22: \\22").expect("body") + "\\22body\\22: \\22".len();
-    let end = start + text[start..].find("\\22").expect("end of body");
-    let mut body = STANDARD.decode(&text[start..end]).expect("base64");
-    edit(&mut body);
-    format!(
-        "{}{}{}",
-        &text[..start],
-        STANDARD.encode(&body),
-        &text[end..]
-    )
-    .into_bytes()
 }
 
 fn replace_once(bytes: &mut [u8], from: &[u8], to: &[u8]) {
@@ -81,14 +52,14 @@ fn replace_once(bytes: &mut [u8], from: &[u8], to: &[u8]) {
 #[test]
 fn mosaic_kernels_that_differ_in_code_never_share_bytes() {
     let original = file("tpu/tpu_pallas_add.nounzip.a.generic.mlir");
-    let (base, _) = canonical(&original);
+    let (base, _, _) = canonical(&original);
     // Another operation (addf → subf), and another kernel name.
     for (from, to) in [
         (&b"arith.addf"[..], &b"arith.subf"[..]),
         (b"add_kernel", b"sub_kernel"),
     ] {
         let edited = edit_mosaic_body(&original, |body| replace_once(body, from, to));
-        let (digest, _) = canonical(&edited);
+        let (digest, _, _) = canonical(&edited);
         assert_ne!(
             digest,
             base,
@@ -102,14 +73,14 @@ fn mosaic_kernels_that_differ_in_code_never_share_bytes() {
 #[test]
 fn triton_kernels_that_differ_in_code_never_share_bytes() {
     let original = file("gpu/cuda_pallas_triton_add.a.generic.mlir");
-    let (base, _) = canonical(&original);
+    let (base, _, _) = canonical(&original);
     for (from, to) in [
         (&b"mulf\\00"[..], &b"addf\\00"[..]),
         (b"num_warps = 4", b"num_warps = 8"),
     ] {
         let mut edited = original.clone();
         replace_once(&mut edited, from, to);
-        let (digest, _) = canonical(&edited);
+        let (digest, _, _) = canonical(&edited);
         assert_ne!(digest, base, "{}", String::from_utf8_lossy(to));
     }
 }
@@ -117,7 +88,7 @@ fn triton_kernels_that_differ_in_code_never_share_bytes() {
 #[test]
 fn mosaic_kernel_location_edits_never_matter() {
     let original = file("tpu/tpu_pallas_add.nounzip.a.generic.mlir");
-    let (base, _) = canonical(&original);
+    let (base, _, _) = canonical(&original);
     // Rename the kernel's source file (a location-only string) in place.
     let edited = edit_mosaic_body(&original, |body| {
         replace_once(body, b"kernels_a/pk.py", b"kernels_z/qq.py")
@@ -129,7 +100,7 @@ fn mosaic_kernel_location_edits_never_matter() {
 fn truncated_kernel_is_left_as_is_with_a_reason() {
     let original = file("tpu/tpu_pallas_add.nounzip.a.generic.mlir");
     let edited = edit_mosaic_body(&original, |body| body.truncate(body.len() / 2));
-    let (digest, actions) = canonical(&edited);
+    let (digest, actions, _) = canonical(&edited);
     assert_ne!(digest, canonical(&original).0);
     let [KernelAction::LeftAsIs { reason }] = actions.as_slice() else {
         panic!("expected left as is: {actions:?}")

@@ -1,6 +1,7 @@
 //! XLA HloModuleProtos (lowered by JAX 0.12.0.1, tests/data/hlo/) through `canon`, `key`,
 //! `kernels`, `why` and `exec`: location-only twins share a digest, a key and a cache entry; a
-//! changed constant, shape or op does not.
+//! changed constant, shape or op does not; twins lowered in one process (other ids) share a
+//! digest and a key.
 
 mod common;
 
@@ -43,6 +44,23 @@ fn location_twins_share_digest_and_key() {
         );
     }
     assert!(key("mlp.a").starts_with("jit_f-"), "{}", key("mlp.a"));
+}
+
+#[test]
+fn twins_lowered_in_one_process_share_digest_and_key() {
+    // Other module ids (XLA's per-process counter), and a scan with every id moved: the CLI
+    // renumbers ids by default.
+    for (a, b) in [
+        ("ids.mlp.a", "ids.mlp.b"),
+        ("ids.scan.a", "ids.scan.b"),
+        ("ids.scan.a", "ids.scan.shifted"),
+        ("ids.donate.a", "ids.donate.b"),
+    ] {
+        assert_eq!(digest(a, &[]), digest(b, &[]), "{a} vs {b}");
+        assert_eq!(key(a), key(b), "{a} vs {b}");
+    }
+    assert_ne!(digest("ids.mlp.const", &[]), digest("ids.mlp.a", &[]));
+    assert_ne!(key("ids.mlp.const"), key("ids.mlp.a"));
 }
 
 #[test]

@@ -16,13 +16,15 @@
 //! corpus takes that path, so the payloads are built here with this MLIR.
 
 mod common;
+mod kernel_helpers;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use common::{corpus, data, read};
+use kernel_helpers::{canonical, edit_mosaic_body};
 use mlir_cache_key::bytecode::{self, BytecodeError, StripOutput, strip_locations};
 use mlir_cache_key::canon::kernels::StripMethod;
-use mlir_cache_key::canon::{CanonicalModule, KernelAction, Options};
+use mlir_cache_key::canon::KernelAction;
 use mlir_cache_key::mlir::{new_context, parse_module, write_bytecode_with};
 use rand::{Rng, SeedableRng};
 
@@ -283,45 +285,12 @@ fn every_named_code_edit_is_stripped_and_differs() {
 // ---------------------------------------------------------------------------------------------
 // Canonical level: kernels that differ in code are stripped, not left as is.
 
-fn canonical(source: &[u8]) -> (String, Vec<KernelAction>, String) {
-    let context = new_context();
-    let mut module = parse_module(&context, source, "test").expect("parse");
-    let canonical = CanonicalModule::of(&mut module, &Options::default()).expect("canonicalize");
-    let actions = canonical
-        .report()
-        .kernels
-        .iter()
-        .map(|k| k.action.clone())
-        .collect();
-    (
-        hex::encode(canonical.digest().expect("digest")),
-        actions,
-        canonical.text(),
-    )
-}
-
 const CONTAINER: KernelAction = KernelAction::Stripped {
     method: StripMethod::Container,
 };
 const MLIR: KernelAction = KernelAction::Stripped {
     method: StripMethod::Mlir,
 };
-
-/// Replaces the base64 Mosaic body of `module` by `edit(body)`.
-fn edit_mosaic_body(module: &[u8], edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let text = String::from_utf8(module.to_vec()).expect("utf-8");
-    let start = text.find("\\22body\\22: \\22").expect("body") + "\\22body\\22: \\22".len();
-    let end = start + text[start..].find("\\22").expect("end of body");
-    let mut body = STANDARD.decode(&text[start..end]).expect("base64");
-    edit(&mut body);
-    format!(
-        "{}{}{}",
-        &text[..start],
-        STANDARD.encode(&body),
-        &text[end..]
-    )
-    .into_bytes()
-}
 
 #[test]
 fn corpus_kernels_edited_in_code_are_stripped_and_compared() {

@@ -14,8 +14,10 @@ pub use mck_cli::flags::InputFormat;
 
 /// The canonical HloModuleProto of an input read as one.
 pub fn canonical_hlo(input: &Input, canon: &CanonFlags) -> Result<crate::hlo::Canonical, CliError> {
+    // Ids are renumbered: they are names, not semantics (the CLI has no knob to keep them).
     let options = crate::hlo::Options {
         keep_locations: canon.keep_locations,
+        keep_ids: false,
     };
     crate::hlo::canonicalize(&input.bytes, &options).map_err(|e| {
         let hint = match canon.input_format {

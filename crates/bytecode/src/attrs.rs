@@ -311,34 +311,27 @@ impl Dec<'_> {
         Some((i, offset))
     }
 
-    fn attr(&mut self, slot: Slot) -> Option<()> {
-        let (i, offset) = self.index(self.counts.attrs)?;
+    /// Reads an index below `len` and records it as a reference.
+    fn reference(&mut self, len: usize, target: fn(usize) -> Target, slot: Slot) -> Option<()> {
+        let (i, offset) = self.index(len)?;
         self.refs.push(Ref {
-            target: Target::Attr(i),
+            target: target(i),
             slot,
             offset,
         });
         Some(())
     }
 
+    fn attr(&mut self, slot: Slot) -> Option<()> {
+        self.reference(self.counts.attrs, Target::Attr, slot)
+    }
+
     fn ty(&mut self) -> Option<()> {
-        let (i, offset) = self.index(self.counts.types)?;
-        self.refs.push(Ref {
-            target: Target::Type(i),
-            slot: Slot::Value,
-            offset,
-        });
-        Some(())
+        self.reference(self.counts.types, Target::Type, Slot::Value)
     }
 
     fn string(&mut self) -> Option<()> {
-        let (i, offset) = self.index(self.counts.strings)?;
-        self.refs.push(Ref {
-            target: Target::Str(i),
-            slot: Slot::Value,
-            offset,
-        });
-        Some(())
+        self.reference(self.counts.strings, Target::Str, Slot::Value)
     }
 
     /// A list count, checked: MLIR reserves it before reading the elements.
@@ -369,24 +362,12 @@ impl Dec<'_> {
     }
 }
 
-/// Decodes the entry `bytes` (at absolute offset `base`) of `table`. Errors
-/// only for what MLIR's reader could not survive either (a list count the
-/// entry cannot back, which it reserves).
-#[cfg(test)]
-pub fn decode(
-    table: Table,
-    bytes: &[u8],
-    base: usize,
-    builtin: bool,
-    custom: bool,
-    counts: Counts,
-) -> Result<Decoded> {
-    decode_with_reads(table, bytes, base, builtin, custom, counts).map(|(d, _)| d)
-}
-
-/// [`decode`], with the references MLIR's reader resolves before it can
-/// tell whether the entry is well-formed: all of a decoded entry's, or those
-/// read before the point where a builtin entry stops following its layout.
+/// Decodes the entry `bytes` (at absolute offset `base`) of `table`, with the
+/// references MLIR's reader resolves before it can tell whether the entry is
+/// well-formed: all of a decoded entry's, or those read before the point
+/// where a builtin entry stops following its layout. Errors only for what
+/// MLIR's reader could not survive either (a list count the entry cannot
+/// back, which it reserves).
 pub fn decode_with_reads(
     table: Table,
     bytes: &[u8],
@@ -565,6 +546,17 @@ fn decode_type(d: &mut Dec<'_>) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn decode(
+        table: Table,
+        bytes: &[u8],
+        base: usize,
+        builtin: bool,
+        custom: bool,
+        counts: Counts,
+    ) -> Result<Decoded> {
+        decode_with_reads(table, bytes, base, builtin, custom, counts).map(|(d, _)| d)
+    }
 
     const COUNTS: Counts = Counts {
         attrs: 50,

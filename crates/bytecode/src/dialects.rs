@@ -8,9 +8,9 @@
 use std::ops::Range;
 
 use super::encoding::{self, VersionRules, section};
-use super::error::{BytecodeError, Result};
+use super::error::Result;
 use super::reader::Reader;
-use super::sections::read_section;
+use super::sections::read_nested_section;
 
 /// One dialect entry.
 #[derive(Debug, Clone)]
@@ -70,19 +70,12 @@ impl DialectSection {
             out.string_refs.push((name, offset));
             let mut version = None;
             if has_version {
-                let raw = read_section(&mut reader)?;
-                if raw.id != section::DIALECT_VERSIONS {
-                    return Err(BytecodeError::Malformed {
-                        offset: raw.header_offset,
-                        message: format!(
-                            "expected a dialect version section, found section id {}",
-                            raw.id
-                        ),
-                    });
-                }
-                if let Some(a) = raw.alignment {
-                    out.nested_alignment = out.nested_alignment.max(a);
-                }
+                let raw = read_nested_section(
+                    &mut reader,
+                    section::DIALECT_VERSIONS,
+                    "a dialect version section",
+                    &mut out.nested_alignment,
+                )?;
                 version = Some(raw.offset..raw.offset + raw.data.len());
             }
             out.dialects.push(Dialect { name, version });

@@ -12,7 +12,7 @@ use super::dialects::OpName;
 use super::encoding::{MAX_REGION_NESTING, VersionRules, op_mask, section};
 use super::error::{BytecodeError, Result};
 use super::reader::Reader;
-use super::sections::read_section;
+use super::sections::read_nested_section;
 use super::values::{Order, ValueId, Values};
 
 /// Where a location index was found.
@@ -55,6 +55,53 @@ pub struct IrRefs {
     pub ops: usize,
     /// Largest alignment of a nested IR section (1 when none is aligned).
     pub nested_alignment: u64,
+    /// Nested IR sections (isolated regions, version 2+): absolute offset of
+    /// the section id byte, and absolute range of the data.
+    pub nested_sections: Vec<(usize, std::ops::Range<usize>)>,
+    /// Every operation, by its index in walk order.
+    pub tree: Vec<OpNode>,
+    /// The operations of the top-level block.
+    pub top: Vec<usize>,
+}
+
+/// One operation's references, as MLIR's writer numbers them.
+#[derive(Debug, Clone, Default)]
+pub struct OpNode {
+    /// Operation name index.
+    pub name: usize,
+    /// Location attribute index.
+    pub loc: usize,
+    /// Attribute dictionary index, if any.
+    pub dict: Option<usize>,
+    /// Property blob index (registered op, v5+), if any.
+    pub blob: Option<usize>,
+    /// Properties stored as an attribute (unregistered op), if any.
+    pub props_attr: Option<usize>,
+    /// Result type indices.
+    pub results: Vec<usize>,
+    /// Regions, each a list of blocks.
+    pub regions: Vec<Vec<BlockNode>>,
+}
+
+/// One block: its arguments and operations.
+#[derive(Debug, Clone, Default)]
+pub struct BlockNode {
+    /// Arguments: type index, its absolute offset, and the location (index
+    /// and absolute offset) when stored.
+    pub args: Vec<BlockArg>,
+    /// Operation indices.
+    pub ops: Vec<usize>,
+}
+
+/// One block argument.
+#[derive(Debug, Clone, Copy)]
+pub struct BlockArg {
+    /// Type index.
+    pub ty: usize,
+    /// Absolute offset of the type varint.
+    pub ty_offset: usize,
+    /// Location attribute index and the absolute offset of its varint.
+    pub loc: Option<(usize, usize)>,
 }
 
 /// Tables the walk checks indices against.
@@ -88,7 +135,9 @@ pub fn walk(data: &[u8], base: usize, ctx: IrContext<'_>) -> Result<IrRefs> {
     // opened yet.
     let offset = reader.offset();
     walker.values.open_region(0, offset);
-    if walker.block(&mut reader, 0, (0, 0))? {
+    let (has_args, top) = walker.block(&mut reader, 0, (0, 0))?;
+    walker.out.top = top.ops;
+    if has_args {
         return Err(BytecodeError::Malformed {
             offset,
             message: "the top-level block has arguments".into(),
@@ -106,19 +155,30 @@ struct Walker<'a> {
 }
 
 impl Walker<'_> {
-    /// Walks a block; returns whether it has arguments.
-    fn block(&mut self, r: &mut Reader<'_>, depth: usize, parent: (usize, usize)) -> Result<bool> {
+    /// Walks a block; returns whether it has arguments, and the block.
+    fn block(
+        &mut self,
+        r: &mut Reader<'_>,
+        depth: usize,
+        parent: (usize, usize),
+    ) -> Result<(bool, BlockNode)> {
         let (num_ops, has_args) = r.varint_with_flag("block header")?;
+        let mut node = BlockNode::default();
         if has_args && depth > 0 {
-            self.block_args(r, parent)?;
+            node.args = self.block_args(r, parent)?;
         }
         for _ in 0..num_ops {
-            self.op(r, depth)?;
+            node.ops.push(self.op(r, depth)?);
         }
-        Ok(has_args)
+        Ok((has_args, node))
     }
 
-    fn block_args(&mut self, r: &mut Reader<'_>, (op, op_name): (usize, usize)) -> Result<()> {
+    fn block_args(
+        &mut self,
+        r: &mut Reader<'_>,
+        (op, op_name): (usize, usize),
+    ) -> Result<Vec<BlockArg>> {
+        let mut args = Vec::new();
         let offset = r.offset();
         let num_args = r.count("block argument", 1)?;
         let first = self.values.define(num_args, true, offset)?;
@@ -131,6 +191,11 @@ impl Walker<'_> {
             };
             let ty = super::reader::check_index("type", ty, self.ctx.num_types, offset)?;
             self.out.type_refs.push((ty, offset));
+            let mut arg = BlockArg {
+                ty,
+                ty_offset: offset,
+                loc: None,
+            };
             if has_loc {
                 let offset = r.offset();
                 let attr = r.index("attribute", self.ctx.num_attrs)?;
@@ -141,12 +206,14 @@ impl Walker<'_> {
                     op,
                     op_name,
                 });
+                arg.loc = Some((attr, offset));
             }
+            args.push(arg);
         }
         if self.ctx.rules.use_list_orders && r.byte("block use-list flag")? != 0 {
             self.use_lists(r, num_args, first, true)?;
         }
-        Ok(())
+        Ok(args)
     }
 
     /// Reads the use-list orders of the values `first..first + range`.
@@ -195,9 +262,11 @@ impl Walker<'_> {
         Ok(())
     }
 
-    fn op(&mut self, r: &mut Reader<'_>, depth: usize) -> Result<()> {
+    /// Walks an operation; returns its index.
+    fn op(&mut self, r: &mut Reader<'_>, depth: usize) -> Result<usize> {
         let op_index = self.out.ops;
         self.out.ops += 1;
+        self.out.tree.push(OpNode::default());
         let name = r.index("operation name", self.ctx.op_names.len())?;
         let mask = r.byte("operation mask")?;
         let offset = r.offset();
@@ -209,10 +278,16 @@ impl Walker<'_> {
             op: op_index,
             op_name: name,
         });
+        let mut node = OpNode {
+            name,
+            loc: attr,
+            ..OpNode::default()
+        };
         if mask & op_mask::HAS_ATTRS != 0 {
             let offset = r.offset();
             let dict = r.index("attribute", self.ctx.num_attrs)?;
             self.out.attr_refs.push((dict, offset));
+            node.dict = Some(dict);
         }
         if mask & op_mask::HAS_PROPERTIES != 0 {
             let offset = r.offset();
@@ -220,10 +295,12 @@ impl Walker<'_> {
                 Some(true) => {
                     let p = r.index("properties", self.ctx.num_props)?;
                     self.out.props_refs.push((p, offset, name));
+                    node.blob = Some(p);
                 }
                 Some(false) => {
                     let a = r.index("attribute", self.ctx.num_attrs)?;
                     self.out.attr_refs.push((a, offset));
+                    node.props_attr = Some(a);
                 }
                 None => {
                     return Err(BytecodeError::Malformed {
@@ -243,6 +320,7 @@ impl Walker<'_> {
                 let offset = r.offset();
                 let ty = r.index("type", self.ctx.num_types)?;
                 self.out.type_refs.push((ty, offset));
+                node.results.push(ty);
             }
         }
         // MLIR defines them after reading the operands; the uses counted are
@@ -268,7 +346,8 @@ impl Walker<'_> {
             let (num_regions, isolated) = r.varint_with_flag("region count")?;
             let num_regions = r.count_of("region", num_regions, 1, offset)?;
             if num_regions == 0 {
-                return Ok(());
+                self.out.tree[op_index] = node;
+                return Ok(op_index);
             }
             if depth >= MAX_REGION_NESTING {
                 return Err(BytecodeError::TooDeep {
@@ -280,46 +359,52 @@ impl Walker<'_> {
                 self.values.open_scope();
             }
             if isolated && self.ctx.rules.isolated_regions_in_sections {
-                let raw = read_section(r)?;
-                if raw.id != section::IR {
-                    return Err(BytecodeError::Malformed {
-                        offset: raw.header_offset,
-                        message: format!(
-                            "expected an ir section for regions, found section id {}",
-                            raw.id
-                        ),
-                    });
-                }
-                if let Some(a) = raw.alignment {
-                    self.out.nested_alignment = self.out.nested_alignment.max(a);
-                }
+                let raw = read_nested_section(
+                    r,
+                    section::IR,
+                    "an ir section for regions",
+                    &mut self.out.nested_alignment,
+                )?;
+                self.out
+                    .nested_sections
+                    .push((raw.header_offset, raw.offset..raw.offset + raw.data.len()));
                 let mut sub = Reader::new(raw.data, raw.offset);
                 for _ in 0..num_regions {
-                    self.region(&mut sub, depth + 1, (op_index, name))?;
+                    node.regions
+                        .push(self.region(&mut sub, depth + 1, (op_index, name))?);
                 }
             } else {
                 for _ in 0..num_regions {
-                    self.region(r, depth + 1, (op_index, name))?;
+                    node.regions
+                        .push(self.region(r, depth + 1, (op_index, name))?);
                 }
             }
             if isolated {
                 self.values.close_scope();
             }
         }
-        Ok(())
+        self.out.tree[op_index] = node;
+        Ok(op_index)
     }
 
-    fn region(&mut self, r: &mut Reader<'_>, depth: usize, parent: (usize, usize)) -> Result<()> {
+    fn region(
+        &mut self,
+        r: &mut Reader<'_>,
+        depth: usize,
+        parent: (usize, usize),
+    ) -> Result<Vec<BlockNode>> {
         let num_blocks = r.count("region block", 1)?;
+        let mut blocks = Vec::new();
         if num_blocks == 0 {
-            return Ok(());
+            return Ok(blocks);
         }
         let offset = r.offset();
         let declared = r.varint("region value count")?;
         self.values.open_region(declared, offset);
         for _ in 0..num_blocks {
-            self.block(r, depth, parent)?;
+            blocks.push(self.block(r, depth, parent)?.1);
         }
-        self.values.close_region()
+        self.values.close_region()?;
+        Ok(blocks)
     }
 }

@@ -4,10 +4,13 @@
 //! newer MLIR with dialects we do not have, so they cannot be parsed and
 //! re-emitted; yet their debug locations must not enter a compilation-cache
 //! key. This module rewrites such bytecode directly: location attributes
-//! become `UnknownLoc` and strings used only by them become empty, keeping
-//! every index in place so no undecodable byte needs to change. When it cannot
-//! prove a rewrite lossless it says why and the caller keeps the original
-//! bytes: a cache miss, never a false hit.
+//! become `UnknownLoc` and strings used only by them become empty. When every
+//! byte that can hold an index is decoded, what remains is then renumbered as
+//! MLIR's writer numbers the module without locations, so the result does not
+//! depend on how many locations there were; otherwise every index stays in
+//! place so no undecodable byte needs to change. When it cannot prove a
+//! rewrite lossless it says why and the caller keeps the original bytes: a
+//! cache miss, never a false hit.
 //!
 //! Property blobs are each op's own encoding. For the ops of Triton kernels
 //! (the `tt` dialect and the upstream dialects it uses, as built into jaxlib
@@ -19,8 +22,9 @@
 //! `sections`, `strings`, `dialects`, `attrs`, `properties` (the section, and
 //! blobs decoded by the table), `resources`, `ir` (parsing), `values` (value
 //! numbering), `model` (the parsed payload and its reference graph), `validate`
-//! (the check before MLIR reads a payload), `analysis` (what is alive) and
-//! `strip` (the rewrite).
+//! (the check before MLIR reads a payload), `analysis` (what is alive),
+//! `strip` (the rewrite), `numbering` (the writer's attribute order, replayed)
+//! and `renumber` (the canonical tables and every rewritten index).
 
 mod analysis;
 mod attrs;
@@ -29,9 +33,11 @@ pub mod encoding;
 mod error;
 mod ir;
 mod model;
+mod numbering;
 mod ops;
 mod properties;
 mod reader;
+mod renumber;
 mod resources;
 mod sections;
 mod strings;
@@ -97,6 +103,10 @@ pub struct DebugMap {
     pub strings_emptied: Vec<(usize, Range<usize>)>,
     /// Line and column varints of the replaced file locations.
     pub location_scalars: Vec<Range<usize>>,
+    /// Location indices of operations and block arguments, which all come
+    /// to name the one `UnknownLoc` when the payload is renumbered (empty
+    /// when indices stay in place).
+    pub location_refs: Vec<Range<usize>>,
 }
 
 impl DebugMap {
@@ -105,7 +115,9 @@ impl DebugMap {
         self.attrs_replaced
             .iter()
             .chain(&self.strings_emptied)
-            .any(|(_, r)| r.contains(&offset))
+            .map(|(_, r)| r)
+            .chain(&self.location_refs)
+            .any(|r| r.contains(&offset))
     }
 }
 

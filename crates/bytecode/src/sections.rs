@@ -110,6 +110,27 @@ pub fn read_section<'a>(reader: &mut Reader<'a>) -> Result<RawSection<'a>> {
     })
 }
 
+/// Reads a nested section that must have id `id` (`what` names it for the
+/// message) and raises `max_alignment` to its alignment.
+pub fn read_nested_section<'a>(
+    reader: &mut Reader<'a>,
+    id: u8,
+    what: &str,
+    max_alignment: &mut u64,
+) -> Result<RawSection<'a>> {
+    let raw = read_section(reader)?;
+    if raw.id != id {
+        return Err(BytecodeError::Malformed {
+            offset: raw.header_offset,
+            message: format!("expected {what}, found section id {}", raw.id),
+        });
+    }
+    if let Some(a) = raw.alignment {
+        *max_alignment = (*max_alignment).max(a);
+    }
+    Ok(raw)
+}
+
 /// Checks that `alignment` is a usable power of two.
 pub fn check_alignment(alignment: u64, offset: usize) -> Result<()> {
     if alignment.is_power_of_two() && alignment <= encoding::MAX_ALIGNMENT {

@@ -72,16 +72,23 @@ impl<'a> StringTable<'a> {
                 self.strings[i]
             }
         };
-        let mut out = Vec::new();
-        varint::encode(self.strings.len() as u64, &mut out);
-        for i in (0..self.strings.len()).rev() {
-            varint::encode(stored(i).len() as u64, &mut out);
-        }
-        for i in 0..self.strings.len() {
-            out.extend_from_slice(stored(i));
-        }
-        out
+        let all: Vec<&[u8]> = (0..self.strings.len()).map(stored).collect();
+        write_section(&all)
     }
+}
+
+/// A string section holding `stored` (each string with its terminator):
+/// count, sizes in reverse order, then the data.
+pub fn write_section(stored: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    varint::encode(stored.len() as u64, &mut out);
+    for s in stored.iter().rev() {
+        varint::encode(s.len() as u64, &mut out);
+    }
+    for s in stored {
+        out.extend_from_slice(s);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
-//! The rewrite. Every index stays in place; only the string, attr/type and
-//! attr/type offset sections change (and the padding of aligned sections after
-//! them):
+//! The rewrite. In place, only the string, attr/type and attr/type offset
+//! sections change (and the padding of aligned sections after them):
 //! 1. every builtin location entry becomes `UnknownLoc`, wherever it is
 //!    referenced from: a location is debug info by definition, also when it
 //!    is an attribute value (upstream `strip-debuginfo` only rewrites op and
@@ -9,6 +8,10 @@
 //! 2. every other attribute that is dead once locations are gone becomes
 //!    `UnknownLoc` (file-name and name `StringAttr`s, fused metadata);
 //! 3. strings that are dead become empty.
+//!
+//! When `renumber.rs` can renumber the result canonically (every index-holding
+//! byte decoded), its tables, IR section and property blobs replace the
+//! in-place ones; otherwise indices stay in place (noted).
 //!
 //! "Dead" comes from `analysis.rs`. The rewrite refuses (returns `Unchanged`
 //! with the reason) when dropping a location could hide a difference the
@@ -23,6 +26,7 @@ use super::encoding::{UNKNOWN_LOC_ENTRY, section};
 use super::error::Result;
 use super::ir::{LocOwner, LocUse};
 use super::model::{Parsed, ent};
+use super::renumber::{Renumbered, renumber};
 use super::sections::{OutSection, emit};
 
 /// The outcome of one pass.
@@ -138,6 +142,19 @@ pub fn run(parsed: &Parsed<'_>, use_invariant: bool) -> Result<Pass> {
                 _ => None,
             });
     let string_bytes = parsed.strings.rebuild(&empty);
+    let renumbered = match renumber(parsed, &graph, &live, &replace) {
+        Ok(r) => {
+            notes.push(format!(
+                "renumbered canonically: {} attributes and {} strings kept",
+                r.kept.0, r.kept.1
+            ));
+            Some(r)
+        }
+        Err(why) => {
+            notes.push(format!("indices kept in place: {why}"));
+            None
+        }
+    };
     let mut out_sections = Vec::new();
     for s in &parsed.header.sections {
         let inner = match s.id {
@@ -152,10 +169,21 @@ pub fn run(parsed: &Parsed<'_>, use_invariant: bool) -> Result<Pass> {
                 s.name, s.offset
             )));
         }
-        let data = match s.id {
-            section::STRING => string_bytes.clone(),
-            section::ATTR_TYPE => attr_bytes.clone(),
-            section::ATTR_TYPE_OFFSET => offsets.clone(),
+        let data = match (s.id, &renumbered) {
+            (section::STRING, Some(r)) => r.strings.clone(),
+            (section::ATTR_TYPE, Some(r)) => r.entries.clone(),
+            (section::ATTR_TYPE_OFFSET, Some(r)) => r.offsets.clone(),
+            (section::IR, Some(r)) => r.ir.clone(),
+            (
+                section::PROPERTIES,
+                Some(Renumbered {
+                    properties: Some(p),
+                    ..
+                }),
+            ) => p.clone(),
+            (section::STRING, None) => string_bytes.clone(),
+            (section::ATTR_TYPE, None) => attr_bytes.clone(),
+            (section::ATTR_TYPE_OFFSET, None) => offsets.clone(),
             _ => parsed.payload[s.range()].to_vec(),
         };
         out_sections.push(OutSection {
@@ -185,6 +213,15 @@ pub fn run(parsed: &Parsed<'_>, use_invariant: bool) -> Result<Pass> {
             .filter(|&i| replace[i])
             .flat_map(|i| parsed.attr(i).scalars().iter().cloned())
             .collect(),
+        location_refs: match renumbered {
+            Some(_) => parsed
+                .ir
+                .loc_uses
+                .iter()
+                .map(|u| u.offset..u.offset + varint_len(parsed.payload, u.offset))
+                .collect(),
+            None => Vec::new(),
+        },
     };
     Ok(Pass::Stripped {
         bytes,
@@ -193,6 +230,13 @@ pub fn run(parsed: &Parsed<'_>, use_invariant: bool) -> Result<Pass> {
         notes,
         debug,
     })
+}
+
+fn varint_len(payload: &[u8], offset: usize) -> usize {
+    payload
+        .get(offset..)
+        .and_then(super::varint::decode)
+        .map_or(1, |(_, len)| len)
 }
 
 fn describe_why(why: &Why) -> String {

@@ -13,6 +13,8 @@ mod differences;
 mod malformed;
 #[path = "bytecode/properties.rs"]
 mod properties;
+#[path = "bytecode/relocations.rs"]
+mod relocations;
 #[path = "bytecode/sweep.rs"]
 mod sweep;
 #[path = "bytecode/synthetic.rs"]

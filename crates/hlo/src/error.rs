@@ -1,84 +1,31 @@
 //! Why an HloModuleProto could not be canonicalized: always where (the absolute byte offset in
 //! the input) and in which field (`computations[1].instructions[4].metadata.source_line`).
+//! The wire variants are mck-protowire's; the ones below are this crate's own.
 
-/// A malformed or unexpected HloModuleProto.
-#[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
-pub enum HloError {
-    /// The input ended inside a key, a value or a group.
-    #[error("truncated {what} at byte {offset} in {}", place(.path))]
-    Truncated {
-        what: &'static str,
-        offset: usize,
-        path: String,
-    },
-    /// A varint longer than 10 bytes.
-    #[error("bad varint at byte {offset} in {}", place(.path))]
-    BadVarint { offset: usize, path: String },
-    /// A key whose low three bits are 6 or 7.
-    #[error("invalid wire type {wire_type} at byte {offset} in {}", place(.path))]
-    InvalidWireType {
-        wire_type: u64,
-        offset: usize,
-        path: String,
-    },
-    /// Field number 0, or one above 2^29 - 1.
-    #[error("invalid field number {number} at byte {offset} in {}", place(.path))]
-    InvalidFieldNumber {
-        number: u64,
-        offset: usize,
-        path: String,
-    },
-    /// A length that runs past the end of its enclosing message.
-    #[error(
-        "length {length} at byte {offset} in {} runs past the end of the message ({remaining} bytes remain)",
-        place(.path)
-    )]
-    LengthPastEnd {
-        length: u64,
-        remaining: usize,
-        offset: usize,
-        path: String,
-    },
-    /// Start-group/end-group pairs nested too deep, or messages nested too deep.
-    #[error("nested deeper than {limit} at byte {offset} in {}", place(.path))]
-    TooDeep {
-        limit: usize,
-        offset: usize,
-        path: String,
-    },
-    /// An end-group key with no matching start-group key.
-    #[error("unmatched end-group key for field {number} at byte {offset} in {}", place(.path))]
-    UnmatchedEndGroup {
-        number: u32,
-        offset: usize,
-        path: String,
-    },
-    /// Well-formed protobuf, but not an HloModuleProto: a known field with the wrong wire type,
-    /// a string that is not UTF-8.
-    #[error("not an HloModuleProto: {reason} at byte {offset} in {}", place(.path))]
-    NotHlo {
-        reason: String,
-        offset: usize,
-        path: String,
-    },
+use mck_protowire::{WireError, place};
+
+mck_protowire::error_type! {
+    /// A malformed or unexpected HloModuleProto.
+    pub enum HloError (root "HloModuleProto") {
+        /// Well-formed protobuf, but not an HloModuleProto: a known field with the wrong wire
+        /// type, a string that is not UTF-8.
+        #[error("not an HloModuleProto: {reason} at byte {offset} in {}", place(.path, "HloModuleProto"))]
+        NotHlo {
+            reason: String,
+            offset: usize,
+            path: String,
+        },
+    }
+}
+
+/// A wire error in the root message (callers below the root use [`HloError::from_wire`]).
+impl From<WireError> for HloError {
+    fn from(e: WireError) -> Self {
+        HloError::from_wire(e, String::new())
+    }
 }
 
 impl HloError {
-    /// The same error, placed at another field path.
-    pub(crate) fn at(mut self, new_path: &str) -> Self {
-        match &mut self {
-            HloError::Truncated { path, .. }
-            | HloError::BadVarint { path, .. }
-            | HloError::InvalidWireType { path, .. }
-            | HloError::InvalidFieldNumber { path, .. }
-            | HloError::LengthPastEnd { path, .. }
-            | HloError::TooDeep { path, .. }
-            | HloError::UnmatchedEndGroup { path, .. }
-            | HloError::NotHlo { path, .. } => *path = new_path.to_string(),
-        }
-        self
-    }
-
     /// The absolute byte offset the error is at.
     pub fn offset(&self) -> usize {
         match self {
@@ -94,11 +41,59 @@ impl HloError {
     }
 }
 
-/// How a field path reads in an error: the root message has the empty path.
-fn place(path: &str) -> &str {
-    if path.is_empty() {
-        "HloModuleProto"
-    } else {
-        path
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mck_protowire::{MAX_GROUP_DEPTH, parse};
+
+    fn at(bytes: &[u8], base: usize, path: &str) -> HloError {
+        HloError::from_wire(parse(bytes, base).unwrap_err(), path.into())
+    }
+
+    fn root(bytes: &[u8]) -> HloError {
+        parse(bytes, 0).unwrap_err().into()
+    }
+
+    #[test]
+    fn malformed_input_is_an_error_naming_the_place() {
+        assert_eq!(
+            at(&[0x08], 7, "computations[0]").to_string(),
+            "truncated varint at byte 8 in computations[0]"
+        );
+        assert_eq!(
+            root(&[0x0f]).to_string(),
+            "invalid wire type 7 at byte 0 in HloModuleProto"
+        );
+        assert!(matches!(
+            root(&[0x00]),
+            HloError::InvalidFieldNumber { number: 0, .. }
+        ));
+        assert_eq!(
+            root(&[0x1a, 0x05, 0x00]).to_string(),
+            "length 5 at byte 1 in HloModuleProto runs past the end of the message (1 bytes remain)"
+        );
+        let huge = [0x1a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f];
+        assert!(matches!(
+            root(&huge),
+            HloError::LengthPastEnd { remaining: 0, .. }
+        ));
+        let overlong = [
+            0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+        ];
+        assert!(matches!(
+            root(&overlong),
+            HloError::BadVarint { offset: 1, .. }
+        ));
+        assert!(matches!(
+            root(&[0x0c]),
+            HloError::UnmatchedEndGroup { number: 1, .. }
+        ));
+        assert!(matches!(
+            root(&[0x0b, 0x08, 0x01]),
+            HloError::Truncated { .. }
+        ));
+        let deep: Vec<u8> = std::iter::repeat_n(0x0b, MAX_GROUP_DEPTH + 1).collect();
+        assert!(matches!(root(&deep), HloError::TooDeep { .. }));
+        assert_eq!(root(&deep).offset(), MAX_GROUP_DEPTH);
     }
 }

@@ -73,7 +73,7 @@ fn raw(b: &[u8], depth: usize) -> String {
     if b.is_empty() {
         return "{}".into();
     }
-    let fields = match wire::parse(b, 0, "") {
+    let fields = match wire::parse(b, 0) {
         Ok(fields) if depth < MAX_RAW_DEPTH => fields,
         _ => return bytes(b),
     };
@@ -88,16 +88,16 @@ fn raw(b: &[u8], depth: usize) -> String {
                 let _ = write!(out, "{v}");
             }
             None if f.wire_type == prost::encoding::WireType::LengthDelimited => {
-                let printable = std::str::from_utf8(f.payload)
+                let printable = std::str::from_utf8(f.payload())
                     .is_ok_and(|s| !s.is_empty() && !s.chars().any(char::is_control));
                 if printable {
-                    out.push_str(&bytes(f.payload));
+                    out.push_str(&bytes(f.payload()));
                 } else {
-                    out.push_str(&raw(f.payload, depth + 1));
+                    out.push_str(&raw(f.payload(), depth + 1));
                 }
             }
             None => {
-                let _ = write!(out, "<{}>", hex::encode(f.payload));
+                let _ = write!(out, "<{}>", hex::encode(f.payload()));
             }
         }
     }

@@ -4,7 +4,7 @@
 use prost::encoding::WireType;
 
 use crate::HloError;
-use crate::canon::{normalize, scalar_wire_type};
+use crate::canon::normalize;
 use crate::schema::{self, Card, Kind, Msg};
 use crate::wire;
 
@@ -58,7 +58,7 @@ pub fn decode(bytes: &[u8]) -> Result<Message, HloError> {
 
 fn message(buf: &[u8], base: usize, msg: Msg) -> Result<Message, HloError> {
     let mut fields = Vec::new();
-    for f in wire::parse(buf, base, "")? {
+    for f in wire::parse(buf, base)? {
         let Some(info) = schema::lookup(msg, f.number) else {
             fields.push(FieldValue {
                 number: f.number,
@@ -79,23 +79,23 @@ fn message(buf: &[u8], base: usize, msg: Msg) -> Result<Message, HloError> {
             offset: f.offset,
             path: String::new(),
         };
-        let scalar = scalar_wire_type(info.kind);
+        let scalar = info.kind.wire_type();
         if f.wire_type != scalar {
             if info.card == Card::One || f.wire_type != WireType::LengthDelimited {
                 return Err(wrong());
             }
             // A packed run of numbers.
             let mut pos = 0;
-            while pos < f.payload.len() {
+            while pos < f.payload().len() {
                 let value = match info.kind {
                     Kind::Float | Kind::Double => {
                         let w = if info.kind == Kind::Float { 4 } else { 8 };
-                        let bytes = f.payload.get(pos..pos + w).ok_or_else(wrong)?;
+                        let bytes = f.payload().get(pos..pos + w).ok_or_else(wrong)?;
                         pos += w;
                         fixed(info.kind, bytes)
                     }
                     kind => {
-                        let v = wire::read_varint(f.payload, &mut pos, f.payload_offset, "")?;
+                        let v = wire::read_varint(f.payload(), &mut pos, f.payload_offset())?;
                         varint(kind, v)
                     }
                 };
@@ -103,23 +103,22 @@ fn message(buf: &[u8], base: usize, msg: Msg) -> Result<Message, HloError> {
             }
             continue;
         }
-        let value =
-            match info.kind {
-                Kind::Bool | Kind::Int32 | Kind::Int64 | Kind::Enum => {
-                    varint(info.kind, f.varint().ok_or_else(wrong)?)
+        let value = match info.kind {
+            Kind::Bool | Kind::Int32 | Kind::Int64 | Kind::Uint32 | Kind::Uint64 | Kind::Enum => {
+                varint(info.kind, f.varint().ok_or_else(wrong)?)
+            }
+            Kind::Float | Kind::Double => fixed(info.kind, f.payload()),
+            Kind::Str => Value::Str(String::from_utf8(f.payload().to_vec()).map_err(|_| {
+                HloError::NotHlo {
+                    reason: format!("{} is not UTF-8", info.name),
+                    offset: f.payload_offset(),
+                    path: String::new(),
                 }
-                Kind::Float | Kind::Double => fixed(info.kind, f.payload),
-                Kind::Str => Value::Str(String::from_utf8(f.payload.to_vec()).map_err(|_| {
-                    HloError::NotHlo {
-                        reason: format!("{} is not UTF-8", info.name),
-                        offset: f.payload_offset,
-                        path: String::new(),
-                    }
-                })?),
-                Kind::Bytes => Value::Bytes(f.payload.to_vec()),
-                Kind::Msg(sub) => Value::Message(message(f.payload, f.payload_offset, sub)?),
-                Kind::Opaque(name) => Value::Opaque(name, f.payload.to_vec()),
-            };
+            })?),
+            Kind::Bytes => Value::Bytes(f.payload().to_vec()),
+            Kind::Msg(sub) => Value::Message(message(f.payload(), f.payload_offset(), sub)?),
+            Kind::Opaque(name) => Value::Opaque(name, f.payload().to_vec()),
+        };
         push(&mut fields, value);
     }
     Ok(Message { msg, fields })

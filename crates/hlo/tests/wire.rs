@@ -39,8 +39,13 @@ fn cat(parts: &[Vec<u8>]) -> Vec<u8> {
     parts.concat()
 }
 
+/// Canonical bytes, ids kept: these tests are about encodings (ids: tests/ids.rs).
 fn canon(bytes: &[u8]) -> Result<Vec<u8>, HloError> {
-    canonicalize(bytes, &Options::default()).map(|c| c.bytes)
+    let options = Options {
+        keep_ids: true,
+        ..Options::default()
+    };
+    canonicalize(bytes, &options).map(|c| c.bytes)
 }
 
 /// A small module in XLA's own spelling: fields in order, packed ids, no zero scalars.
@@ -150,6 +155,7 @@ fn keep_locations_keeps_source_fields() {
     ]);
     let keep = Options {
         keep_locations: true,
+        keep_ids: true,
     };
     assert_eq!(canonicalize(&module, &keep).unwrap().bytes, module);
     let cleared = canon(&module).unwrap();

@@ -5,7 +5,6 @@
 //! Everything works on the protobuf wire format with a table of field names and numbers
 //! (`schema`), never generated structs, so fields this table does not know still reach the key.
 
-mod debug_options_table;
 mod diff;
 mod error;
 mod json;

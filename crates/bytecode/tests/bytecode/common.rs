@@ -19,6 +19,25 @@ pub fn data_path(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// A generated kernel set under `tests/data/kernels/<dir>`: each row of its
+/// `manifest.tsv` (header skipped) split into columns, with the bytes of the
+/// file the first column names.
+pub fn kernel_manifest(dir: &str) -> Vec<(Vec<String>, Vec<u8>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/kernels")
+        .join(dir);
+    let manifest = std::fs::read_to_string(dir.join("manifest.tsv")).expect("manifest");
+    manifest
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let cols: Vec<String> = line.split('\t').map(str::to_string).collect();
+            let payload = std::fs::read(dir.join(&cols[0])).expect(&cols[0]);
+            (cols, payload)
+        })
+        .collect()
+}
+
 /// Bytes of a file under `tests/data`.
 pub fn data(name: &str) -> Vec<u8> {
     std::fs::read(data_path(name)).unwrap_or_else(|e| panic!("reading {name}: {e}"))

@@ -129,7 +129,18 @@ fn report_describes_the_payload() {
         "{:#?}",
         weak.notes
     );
-    assert_eq!(weak.output, report.output);
+    // Undecodable blobs may hold indices, so that result keeps them in place
+    // (the table's result is renumbered canonically): stripped, but other bytes.
+    assert!(
+        weak.notes
+            .iter()
+            .any(|n| n.starts_with("indices kept in place")),
+        "{:#?}",
+        weak.notes
+    );
+    assert!(
+        matches!(weak.output, StripOutput::Stripped(ref w) if StripOutput::Stripped(w.clone()) != report.output)
+    );
     let path = find(&data("triton_add.a.mlirbc"), b"/opt/ml").unwrap();
     assert!(report.debug.contains(path));
     let mosaic = strip_locations(&data("tpu_pallas_add.nounzip.a.kernel0.body.mlirbc")).unwrap();

@@ -61,29 +61,29 @@ fn changed_op_name_differs() {
 
 #[test]
 fn changed_attribute_string_differs() {
-    let m = data("tpu_pallas_add.nounzip.a.kernel0.body.mlirbc");
-    assert_differs(
-        &m,
-        &edit(&m, b"add_kernel\0", b"add_kernex\0"),
-        "mosaic sym_name",
-    );
-    assert_differs(
-        &m,
-        &edit(&m, b"dimension_semantics", b"dimension_semantict"),
-        "mosaic attr name",
-    );
-    let t = data("triton_add.a.mlirbc");
-    assert_differs(
-        &t,
-        &edit(&t, b"add_kernel\0", b"add_kernex\0"),
-        "triton sym_name",
-    );
-    assert_differs(
-        &t,
-        &edit(&t, b"tt.divisibility", b"tt.divisibilitx"),
-        "triton attr name",
-    );
-    assert_differs(&t, &edit(&t, b"public", b"privat"), "triton visibility");
+    let mosaic = "tpu_pallas_add.nounzip.a.kernel0.body.mlirbc";
+    let triton = "triton_add.a.mlirbc";
+    let edits: [(&str, &[u8], &[u8], &str); 5] = [
+        (mosaic, b"add_kernel\0", b"add_kernex\0", "mosaic sym_name"),
+        (
+            mosaic,
+            b"dimension_semantics",
+            b"dimension_semantict",
+            "mosaic attr name",
+        ),
+        (triton, b"add_kernel\0", b"add_kernex\0", "triton sym_name"),
+        (
+            triton,
+            b"tt.divisibility",
+            b"tt.divisibilitx",
+            "triton attr name",
+        ),
+        (triton, b"public", b"privat", "triton visibility"),
+    ];
+    for (name, from, to, what) in edits {
+        let payload = data(name);
+        assert_differs(&payload, &edit(&payload, from, to), what);
+    }
 }
 
 #[test]

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 
 use mck_bytecode::{StripOutput, strip_locations};
 
+use crate::common::kernel_manifest;
+
 /// One kernel of the sweep.
 struct Kernel {
     file: String,
@@ -24,19 +26,13 @@ fn sweep_dir() -> PathBuf {
 }
 
 fn sweep() -> Vec<Kernel> {
-    let manifest = std::fs::read_to_string(sweep_dir().join("manifest.tsv")).expect("manifest");
-    manifest
-        .lines()
-        .skip(1)
-        .map(|line| {
-            let cols: Vec<&str> = line.split('\t').collect();
-            let payload = std::fs::read(sweep_dir().join(cols[0])).expect(cols[0]);
-            Kernel {
-                file: cols[0].to_string(),
-                variant: cols[1].to_string(),
-                program: cols[3].to_string(),
-                payload,
-            }
+    kernel_manifest("triton-sweep")
+        .into_iter()
+        .map(|(cols, payload)| Kernel {
+            file: cols[0].clone(),
+            variant: cols[1].clone(),
+            program: cols[3].clone(),
+            payload,
         })
         .collect()
 }

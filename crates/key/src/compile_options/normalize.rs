@@ -134,19 +134,7 @@ pub fn normalize(input: &[u8], opts: &NormalizeOptions) -> Result<Normalized, Op
     let (env, mut rest): (Vec<Field>, Vec<Field>) = rest.into_iter().partition(|f| f.number == 7);
 
     let path = "executable_build_options";
-    if build.is_empty() {
-        changes.push(Change {
-            path: path.to_string(),
-            old: None,
-            new: Some("{}".to_string()),
-            note: Some(NOTE_CREATED),
-        });
-    }
-    let build_fields = merged_fields(
-        &build.iter().collect::<Vec<_>>(),
-        path,
-        Msg::ExecutableBuildOptions,
-    )?;
+    let build_fields = opened(&build, path, Msg::ExecutableBuildOptions, &mut changes)?;
     let build_fields = normalize_build_options(build_fields, path, opts, &mut changes)?;
     rest.push(Field::new_len(3, &wire::write(&build_fields)));
     rest.extend(normalize_env_overrides(env, &mut changes)?);
@@ -155,6 +143,32 @@ pub fn normalize(input: &[u8], opts: &NormalizeOptions) -> Result<Normalized, Op
         bytes: wire::write(&rest),
         changes,
     })
+}
+
+/// The fields of a singular message JAX always writes, from its occurrences; an absent one is
+/// created empty, and the change says so.
+fn opened<'a>(
+    occurrences: &'a [Field<'_>],
+    path: &str,
+    msg: Msg,
+    changes: &mut Vec<Change>,
+) -> Result<Vec<Field<'a>>, OptionsError> {
+    if occurrences.is_empty() {
+        changes.push(Change {
+            path: path.to_string(),
+            old: None,
+            new: Some("{}".to_string()),
+            note: Some(NOTE_CREATED),
+        });
+    }
+    merged_fields(&occurrences.iter().collect::<Vec<_>>(), path, msg)
+}
+
+/// The fields of the message `msg` in `f`, its known ones checked.
+fn parse_known<'a>(f: &'a Field<'_>, path: &str, msg: Msg) -> Result<Vec<Field<'a>>, OptionsError> {
+    let fields = wire::parse(f.payload(), f.payload_offset(), path, Some(msg))?;
+    check_known(msg, &fields, path)?;
+    Ok(fields)
 }
 
 /// Rejects known fields of `msg` with a wire type their kind cannot have.
@@ -167,31 +181,19 @@ fn check_known(msg: Msg, fields: &[Field], path: &str) -> Result<(), OptionsErro
     Ok(())
 }
 
-fn normalize_build_options(
-    fields: Vec<Field>,
+fn normalize_build_options<'a>(
+    fields: Vec<Field<'a>>,
     path: &str,
     opts: &NormalizeOptions,
     changes: &mut Vec<Change>,
-) -> Result<Vec<Field>, OptionsError> {
+) -> Result<Vec<Field<'a>>, OptionsError> {
     check_known(Msg::ExecutableBuildOptions, &fields, path)?;
     let (debug, rest): (Vec<Field>, Vec<Field>) = fields.into_iter().partition(|f| f.number == 3);
     let (assignment, mut rest): (Vec<Field>, Vec<Field>) =
         rest.into_iter().partition(|f| f.number == 9);
 
     let debug_path = wire::join(path, "debug_options");
-    if debug.is_empty() {
-        changes.push(Change {
-            path: debug_path.clone(),
-            old: None,
-            new: Some("{}".to_string()),
-            note: Some(NOTE_CREATED),
-        });
-    }
-    let debug_fields = merged_fields(
-        &debug.iter().collect::<Vec<_>>(),
-        &debug_path,
-        Msg::DebugOptions,
-    )?;
+    let debug_fields = opened(&debug, &debug_path, Msg::DebugOptions, changes)?;
     let debug_fields = reset_debug_options(debug_fields, &debug_path, changes)?;
     rest.push(Field::new_len(3, &wire::write(&debug_fields)));
 
@@ -211,11 +213,11 @@ fn normalize_build_options(
 }
 
 /// Sets the 20 fields to their zero value; each ends up present exactly once.
-fn reset_debug_options(
-    fields: Vec<Field>,
+fn reset_debug_options<'a>(
+    fields: Vec<Field<'a>>,
     path: &str,
     changes: &mut Vec<Change>,
-) -> Result<Vec<Field>, OptionsError> {
+) -> Result<Vec<Field<'a>>, OptionsError> {
     check_known(Msg::DebugOptions, &fields, path)?;
     let mut fields = fields;
     for name in RESET_DEBUG_OPTIONS {
@@ -274,13 +276,7 @@ fn rebuild_device_assignment(
     let mut old: Vec<Vec<i64>> = Vec::new();
     for (i, f) in fields.iter().filter(|f| f.number == 3).enumerate() {
         let p = format!("{path}.computation_devices[{i}]");
-        let device = wire::parse(
-            f.payload(),
-            f.payload_offset(),
-            &p,
-            Some(Msg::ComputationDevice),
-        )?;
-        check_known(Msg::ComputationDevice, &device, &p)?;
+        let device = parse_known(f, &p, Msg::ComputationDevice)?;
         old.push(replica_ids(&device, &p)?);
     }
     // XLA's DeviceAssignment::Deserialize refuses these, so JAX would fail before hashing.
@@ -314,14 +310,16 @@ fn rebuild_device_assignment(
         });
     }
     let mut out = Vec::new();
-    out.extend(Field::new_varint(1, replicas as u64).raw);
-    out.extend(Field::new_varint(2, computations as u64).raw);
+    wire::put_varint(&mut out, 1, replicas as u64);
+    wire::put_varint(&mut out, 2, computations as u64);
     for ids in &new {
         let mut packed = Vec::new();
         for &id in ids {
-            prost::encoding::encode_varint(id as u64, &mut packed);
+            wire::put_raw_varint(&mut packed, id as u64);
         }
-        out.extend(Field::new_len(3, &Field::new_len(1, &packed).raw).raw);
+        let mut device = Vec::new();
+        wire::put_len(&mut device, 1, &packed);
+        wire::put_len(&mut out, 3, &device);
     }
     Ok(out)
 }
@@ -336,7 +334,7 @@ fn replica_ids(device: &[Field], path: &str) -> Result<Vec<i64>, OptionsError> {
                 let payload = f.payload();
                 let mut pos = 0;
                 while pos < payload.len() {
-                    let id = wire::read_varint(payload, &mut pos, f.payload_offset(), path)?;
+                    let id = wire::packed_varint(payload, &mut pos, f.payload_offset(), path)?;
                     ids.push(id as i64);
                 }
             }
@@ -361,22 +359,16 @@ fn matrix(by_computation: &[Vec<i64>], replicas: usize) -> String {
 
 /// Drops excluded entries, keeps the last entry per key, and writes entries sorted by key
 /// (what deterministic serialization does), each as `key` then `value`.
-fn normalize_env_overrides(
-    entries: Vec<Field>,
+fn normalize_env_overrides<'a>(
+    entries: Vec<Field<'a>>,
     changes: &mut Vec<Change>,
-) -> Result<Vec<Field>, OptionsError> {
+) -> Result<Vec<Field<'a>>, OptionsError> {
     let path = "env_option_overrides";
     let mut by_key: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     let mut input_order = Vec::new();
     for (i, f) in entries.iter().enumerate() {
         let p = format!("{path}[{i}]");
-        let fields = wire::parse(
-            f.payload(),
-            f.payload_offset(),
-            &p,
-            Some(Msg::EnvOptionOverridesEntry),
-        )?;
-        check_known(Msg::EnvOptionOverridesEntry, &fields, &p)?;
+        let fields = parse_known(f, &p, Msg::EnvOptionOverridesEntry)?;
         let key = fields
             .iter()
             .rev()
@@ -403,8 +395,9 @@ fn normalize_env_overrides(
             });
             continue;
         }
-        let mut entry = Field::new_len(1, &key).raw;
-        entry.extend(Field::new_len(2, &value).raw);
+        let mut entry = Vec::new();
+        wire::put_len(&mut entry, 1, &key);
+        wire::put_len(&mut entry, 2, &value);
         out.push(Field::new_len(7, &entry));
         kept.push(key);
     }

@@ -7,38 +7,20 @@
 //!
 //! Source of the facts: the protobuf descriptors that jaxlib 0.12.0.1 (the JAX release of the
 //! parity vectors) carries for `xla/pjrt/proto/compile_options.proto`, `xla/xla.proto` and
-//! `xla/xla_data.proto`, checked against those files in openxla/xla. Only the messages on the
+//! `xla/xla_data.proto`, written one field a line to `fields.txt` next to this file by
+//! `scripts/gen-hlo-testdata.py --tables` and read from it. Only the messages on the
 //! normalization path are described; other message-typed fields are [`Kind::Opaque`].
 
-use super::debug_options_table::DEBUG_OPTIONS;
+use std::sync::LazyLock;
 
-/// The scalar or message kind of a field, as far as the wire and the text view care.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Bool,
-    Int32,
-    Int64,
-    Uint32,
-    Uint64,
-    Float,
-    Double,
-    /// An enum, shown by number (enum value names are not part of this table).
-    Enum,
-    Str,
-    Bytes,
-    /// A message described in this table.
-    Msg(Msg),
-    /// A message not described here (shapes, topologies, environments): shown as bytes.
-    Opaque,
-}
+use mck_protowire::schema as table;
+pub use mck_protowire::schema::Card;
 
-/// Whether a field holds one value, many, or a map (repeated entries of a key/value message).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Card {
-    One,
-    Many,
-    Map,
-}
+/// The scalar or message kind of a field (mck-protowire's, over this table's messages).
+pub type Kind = table::Kind<Msg>;
+
+/// One field: number, name, kind and cardinality.
+pub type FieldInfo = table::FieldInfo<Msg>;
 
 /// The messages this table describes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,66 +39,58 @@ pub enum Msg {
     StringMapEntry,
 }
 
-/// One field: number, name, kind and cardinality.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FieldInfo {
-    pub number: u32,
-    pub name: &'static str,
-    pub kind: Kind,
-    pub card: Card,
-}
-
-pub(super) const fn one(number: u32, name: &'static str, kind: Kind) -> FieldInfo {
-    FieldInfo {
-        number,
-        name,
-        kind,
-        card: Card::One,
-    }
-}
-
-pub(super) const fn many(number: u32, name: &'static str, kind: Kind) -> FieldInfo {
-    FieldInfo {
-        number,
-        name,
-        kind,
-        card: Card::Many,
-    }
-}
-
-pub(super) const fn map(number: u32, name: &'static str, entry: Msg) -> FieldInfo {
-    FieldInfo {
-        number,
-        name,
-        kind: Kind::Msg(entry),
-        card: Card::Map,
-    }
-}
-
 /// The fields of `msg`, sorted by number.
 pub fn fields(msg: Msg) -> &'static [FieldInfo] {
-    match msg {
-        Msg::CompileOptions => COMPILE_OPTIONS,
-        Msg::ExecutableBuildOptions => EXECUTABLE_BUILD_OPTIONS,
-        Msg::OptionOverride => OPTION_OVERRIDE,
-        Msg::EnvOptionOverridesEntry => ENV_OPTION_OVERRIDES_ENTRY,
-        Msg::DebugOptions => DEBUG_OPTIONS,
-        Msg::DeviceAssignment => DEVICE_ASSIGNMENT,
-        Msg::ComputationDevice => COMPUTATION_DEVICE,
-        Msg::ThunkBufferDebugFilter => THUNK_BUFFER_DEBUG_FILTER,
-        Msg::IntRangeInclusive => INT_RANGE_INCLUSIVE,
-        Msg::CollectiveFilter => COLLECTIVE_FILTER,
-        Msg::StringMapEntry => STRING_MAP_ENTRY,
+    TABLES.get(msg as usize).map_or(&[], Vec::as_slice)
+}
+
+/// Every described message, in declaration order.
+pub const ALL: [Msg; 11] = [
+    Msg::CompileOptions,
+    Msg::ExecutableBuildOptions,
+    Msg::OptionOverride,
+    Msg::EnvOptionOverridesEntry,
+    Msg::DebugOptions,
+    Msg::DeviceAssignment,
+    Msg::ComputationDevice,
+    Msg::ThunkBufferDebugFilter,
+    Msg::IntRangeInclusive,
+    Msg::CollectiveFilter,
+    Msg::StringMapEntry,
+];
+
+impl Msg {
+    /// Whether `name` (a proto message name, package left out) is this message.
+    fn is(self, name: &str) -> bool {
+        match self {
+            Msg::CompileOptions => name == "CompileOptionsProto",
+            Msg::ExecutableBuildOptions => name == "ExecutableBuildOptionsProto",
+            Msg::OptionOverride => name == "OptionOverrideProto",
+            Msg::EnvOptionOverridesEntry => name == "CompileOptionsProto.EnvOptionOverridesEntry",
+            Msg::DebugOptions => name == "DebugOptions",
+            Msg::DeviceAssignment => name == "DeviceAssignmentProto",
+            Msg::ComputationDevice => name == "DeviceAssignmentProto.ComputationDevice",
+            Msg::ThunkBufferDebugFilter => name == "ThunkBufferDebugFilter",
+            Msg::IntRangeInclusive => name == "IntRangeInclusive",
+            Msg::CollectiveFilter => name == "DebugOptions.CollectiveFilter",
+            // Every map<string, string> of DebugOptions has its own entry type, all alike.
+            Msg::StringMapEntry => name.starts_with("DebugOptions.") && name.ends_with("Entry"),
+        }
     }
 }
+
+/// The tables, by message (in the order of [`ALL`]), read once from `fields.txt`.
+static TABLES: LazyLock<Vec<Vec<FieldInfo>>> = LazyLock::new(|| {
+    let tables = table::parse_tables(include_str!("fields.txt"), "xla.", &ALL, |m, name| {
+        m.is(name)
+    });
+    // The file is part of the build, and the tests read it whole.
+    tables.unwrap_or_else(|e| panic!("crates/key/src/compile_options/fields.txt: {e}"))
+});
 
 /// The field of `msg` with this number, if the table knows it.
 pub fn lookup(msg: Msg, number: u32) -> Option<&'static FieldInfo> {
-    let table = fields(msg);
-    table
-        .binary_search_by_key(&number, |f| f.number)
-        .ok()
-        .and_then(|i| table.get(i))
+    table::lookup(fields(msg), number)
 }
 
 /// The field of `msg` with this name, if the table knows it.
@@ -126,130 +100,19 @@ pub fn lookup_name(msg: Msg, name: &str) -> Option<&'static FieldInfo> {
 
 /// A field's name for paths and errors: its table name, or `#<number>` when unknown.
 pub fn field_name(msg: Option<Msg>, number: u32) -> String {
-    match msg.and_then(|m| lookup(m, number)) {
-        Some(info) => info.name.to_string(),
-        None => format!("#{number}"),
-    }
+    table::name_of(msg.and_then(|m| lookup(m, number)), number)
 }
-
-pub(super) static COMPILE_OPTIONS: &[FieldInfo] = &[
-    many(1, "argument_layouts", Kind::Opaque),
-    one(2, "parameter_is_tupled_arguments", Kind::Bool),
-    one(
-        3,
-        "executable_build_options",
-        Kind::Msg(Msg::ExecutableBuildOptions),
-    ),
-    one(4, "compile_portable_executable", Kind::Bool),
-    one(5, "profile_version", Kind::Int64),
-    one(6, "serialized_multi_slice_config", Kind::Bytes),
-    map(7, "env_option_overrides", Msg::EnvOptionOverridesEntry),
-    one(8, "target_config", Kind::Opaque),
-    one(9, "allow_in_place_mlir_modification", Kind::Bool),
-    one(10, "matrix_unit_operand_precision", Kind::Enum),
-    one(11, "compiler_variant", Kind::Str),
-    many(12, "individually_defined_output_indices", Kind::Int32),
-];
-
-pub(super) static EXECUTABLE_BUILD_OPTIONS: &[FieldInfo] = &[
-    one(1, "device_ordinal", Kind::Int64),
-    one(2, "result_layout", Kind::Opaque),
-    one(3, "debug_options", Kind::Msg(Msg::DebugOptions)),
-    one(4, "num_replicas", Kind::Int64),
-    one(5, "num_partitions", Kind::Int64),
-    one(6, "use_spmd_partitioning", Kind::Bool),
-    one(7, "use_auto_spmd_partitioning", Kind::Bool),
-    one(8, "deduplicate_hlo", Kind::Bool),
-    one(9, "device_assignment", Kind::Msg(Msg::DeviceAssignment)),
-    one(10, "alias_passthrough_params", Kind::Bool),
-    one(11, "run_backend_only", Kind::Bool),
-    many(12, "allow_spmd_sharding_propagation_to_output", Kind::Bool),
-    one(13, "comp_envs", Kind::Opaque),
-    one(14, "fdo_profile", Kind::Bytes),
-    one(15, "device_memory_size", Kind::Int64),
-    many(16, "auto_spmd_partitioning_mesh_shape", Kind::Int64),
-    many(17, "auto_spmd_partitioning_mesh_ids", Kind::Int64),
-    many(
-        18,
-        "allow_spmd_sharding_propagation_to_parameters",
-        Kind::Bool,
-    ),
-    one(19, "use_shardy_partitioner", Kind::Bool),
-    one(22, "process_index", Kind::Int64),
-    one(23, "process_count", Kind::Int64),
-    one(24, "optimization_level", Kind::Enum),
-    one(25, "memory_fitting_level", Kind::Enum),
-    one(27, "gpu_topology", Kind::Opaque),
-];
-
-pub(super) static OPTION_OVERRIDE: &[FieldInfo] = &[
-    one(1, "string_field", Kind::Str),
-    one(2, "bool_field", Kind::Bool),
-    one(3, "int_field", Kind::Int64),
-    one(4, "double_field", Kind::Double),
-];
-
-pub(super) static ENV_OPTION_OVERRIDES_ENTRY: &[FieldInfo] = &[
-    one(1, "key", Kind::Str),
-    one(2, "value", Kind::Msg(Msg::OptionOverride)),
-];
-
-pub(super) static DEVICE_ASSIGNMENT: &[FieldInfo] = &[
-    one(1, "replica_count", Kind::Int32),
-    one(2, "computation_count", Kind::Int32),
-    many(3, "computation_devices", Kind::Msg(Msg::ComputationDevice)),
-];
-
-pub(super) static COMPUTATION_DEVICE: &[FieldInfo] = &[many(1, "replica_device_ids", Kind::Int64)];
-
-pub(super) static THUNK_BUFFER_DEBUG_FILTER: &[FieldInfo] = &[
-    many(1, "thunk_id_ranges", Kind::Msg(Msg::IntRangeInclusive)),
-    many(2, "profile_annotation_regexes", Kind::Str),
-];
-
-pub(super) static INT_RANGE_INCLUSIVE: &[FieldInfo] =
-    &[one(1, "first", Kind::Int64), one(2, "last", Kind::Int64)];
-
-pub(super) static COLLECTIVE_FILTER: &[FieldInfo] = &[
-    one(1, "collective", Kind::Enum),
-    one(2, "max_size_bytes", Kind::Int64),
-    one(3, "op_type", Kind::Enum),
-];
-
-pub(super) static STRING_MAP_ENTRY: &[FieldInfo] =
-    &[one(1, "key", Kind::Str), one(2, "value", Kind::Str)];
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const ALL: [Msg; 11] = [
-        Msg::CompileOptions,
-        Msg::ExecutableBuildOptions,
-        Msg::OptionOverride,
-        Msg::EnvOptionOverridesEntry,
-        Msg::DebugOptions,
-        Msg::DeviceAssignment,
-        Msg::ComputationDevice,
-        Msg::ThunkBufferDebugFilter,
-        Msg::IntRangeInclusive,
-        Msg::CollectiveFilter,
-        Msg::StringMapEntry,
-    ];
-
     #[test]
     fn tables_are_sorted_unique_and_in_range() {
-        for msg in ALL {
+        for (i, msg) in ALL.into_iter().enumerate() {
+            assert_eq!(msg as usize, i, "ALL is in declaration order");
             let t = fields(msg);
-            assert!(!t.is_empty(), "{msg:?}");
-            for w in t.windows(2) {
-                assert!(
-                    w[0].number < w[1].number,
-                    "{msg:?}: {} then {}",
-                    w[0].number,
-                    w[1].number
-                );
-            }
+            assert_eq!(table::sorted(t), Ok(()), "{msg:?}");
             let mut names: Vec<_> = t.iter().map(|f| f.name).collect();
             names.sort_unstable();
             names.dedup();

@@ -13,7 +13,7 @@ use prost::encoding::WireType;
 
 use super::OptionsError;
 use super::schema::{self, Card, FieldInfo, Kind, Msg};
-use super::wire::{self, Field, check_wire_type, merged_fields, scalar_wire_type};
+use super::wire::{self, Field, check_wire_type, merged_fields};
 
 /// One part of a leaf's position, ordered as the canonical serialization orders fields.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -89,13 +89,7 @@ fn unknown(number: u32, occ: &[&Field], path: &str, key: Vec<KeyPart>, out: &mut
                 value,
             });
         } else {
-            let mut k = key.clone();
-            k.push(KeyPart::Index(i));
-            out.push(Leaf {
-                key: k,
-                path: format!("{name}[{i}]"),
-                value,
-            });
+            out.push(indexed(&key, &name, i, value));
         }
     }
 }
@@ -137,13 +131,7 @@ fn known(
             let mut i = 0;
             for f in occ {
                 for value in elements(kind, f, path)? {
-                    let mut k = key.clone();
-                    k.push(KeyPart::Index(i));
-                    out.push(Leaf {
-                        key: k,
-                        path: format!("{path}[{i}]"),
-                        value,
-                    });
+                    out.push(indexed(&key, path, i, value));
                     i += 1;
                 }
             }
@@ -226,7 +214,7 @@ fn map(
 
 /// The elements of one occurrence of a repeated scalar field, packed or not.
 fn elements(kind: Kind, f: &Field, path: &str) -> Result<Vec<String>, OptionsError> {
-    let scalar = scalar_wire_type(kind);
+    let scalar = kind.wire_type();
     if f.wire_type == scalar {
         return Ok(vec![render(kind, f.payload())]);
     }
@@ -240,7 +228,7 @@ fn elements(kind: Kind, f: &Field, path: &str) -> Result<Vec<String>, OptionsErr
             WireType::ThirtyTwoBit => 4,
             WireType::SixtyFourBit => 8,
             _ => {
-                wire::read_varint(payload, &mut pos, base, path)?;
+                wire::packed_varint(payload, &mut pos, base, path)?;
                 0
             }
         };
@@ -272,16 +260,29 @@ pub fn render(kind: Kind, payload: &[u8]) -> String {
         Kind::Int64 => (varint() as i64).to_string(),
         Kind::Uint32 => (varint() as u32).to_string(),
         Kind::Uint64 => varint().to_string(),
-        Kind::Float => match <[u8; 4]>::try_from(payload) {
-            Ok(b) => format!("{:?}", f32::from_le_bytes(b)),
-            Err(_) => hex_bytes(payload),
-        },
-        Kind::Double => match <[u8; 8]>::try_from(payload) {
-            Ok(b) => format!("{:?}", f64::from_le_bytes(b)),
-            Err(_) => hex_bytes(payload),
-        },
+        Kind::Float => fixed(payload, |b| format!("{:?}", f32::from_le_bytes(b))),
+        Kind::Double => fixed(payload, |b| format!("{:?}", f64::from_le_bytes(b))),
         Kind::Str | Kind::Bytes => quote(payload),
-        Kind::Msg(_) | Kind::Opaque => hex_bytes(payload),
+        Kind::Msg(_) | Kind::Opaque(_) => hex_bytes(payload),
+    }
+}
+
+/// The leaf of element `i` of the repeated field at `key` and `path`.
+fn indexed(key: &[KeyPart], path: &str, i: usize, value: String) -> Leaf {
+    let mut key = key.to_vec();
+    key.push(KeyPart::Index(i));
+    Leaf {
+        key,
+        path: format!("{path}[{i}]"),
+        value,
+    }
+}
+
+/// A fixed-width value as `show` reads it, or its bytes in hex when it is not `N` bytes long.
+fn fixed<const N: usize>(payload: &[u8], show: impl Fn([u8; N]) -> String) -> String {
+    match <[u8; N]>::try_from(payload) {
+        Ok(b) => show(b),
+        Err(_) => hex_bytes(payload),
     }
 }
 
@@ -290,14 +291,8 @@ fn render_raw(f: &Field) -> String {
     let p = f.payload();
     match f.wire_type {
         WireType::Varint => render(Kind::Uint64, p),
-        WireType::ThirtyTwoBit => match <[u8; 4]>::try_from(p) {
-            Ok(b) => format!("0x{:08x}", u32::from_le_bytes(b)),
-            Err(_) => hex_bytes(p),
-        },
-        WireType::SixtyFourBit => match <[u8; 8]>::try_from(p) {
-            Ok(b) => format!("0x{:016x}", u64::from_le_bytes(b)),
-            Err(_) => hex_bytes(p),
-        },
+        WireType::ThirtyTwoBit => fixed(p, |b| format!("0x{:08x}", u32::from_le_bytes(b))),
+        WireType::SixtyFourBit => fixed(p, |b| format!("0x{:016x}", u64::from_le_bytes(b))),
         WireType::LengthDelimited => hex_bytes(p),
         WireType::StartGroup | WireType::EndGroup => format!("group {}", hex_bytes(p)),
     }
@@ -356,8 +351,11 @@ mod tests {
         assert_eq!(render(Kind::Bool, &[1]), "true");
         assert_eq!(render(Kind::Float, &1.1f32.to_le_bytes()), "1.1");
         assert_eq!(render(Kind::Double, &0.5f64.to_le_bytes()), "0.5");
-        assert_eq!(render(Kind::Opaque, &[0x0a, 0x00]), "<2 bytes: 0a00>");
-        assert_eq!(render(Kind::Opaque, &[]), "<0 bytes>");
+        assert_eq!(
+            render(Kind::Opaque("xla.ShapeProto"), &[0x0a, 0x00]),
+            "<2 bytes: 0a00>"
+        );
+        assert_eq!(render(Kind::Opaque("xla.ShapeProto"), &[]), "<0 bytes>");
     }
 
     #[test]
