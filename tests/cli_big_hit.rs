@@ -5,7 +5,6 @@
 mod common;
 
 use common::{bin, corpus};
-use std::os::unix::fs::PermissionsExt;
 
 /// Peak RSS of a direct hit, and what a canonical hit may add to the MLIR binary's start-up
 /// RSS, whatever the artefact's size.
@@ -29,12 +28,8 @@ fn run_measured(command: &mut std::process::Command) -> (i32, i64) {
 fn a_hit_on_a_1_gib_artefact_keeps_rss_small() {
     let dir = tempfile::tempdir().expect("tempdir");
     let compiler = dir.path().join("big.sh");
-    std::fs::write(
-        &compiler,
-        format!("#!/bin/sh\ntruncate -s {ARTEFACT} \"$2\"\n"),
-    )
-    .expect("write compiler");
-    std::fs::set_permissions(&compiler, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let script = format!("#!/bin/sh\ntruncate -s {ARTEFACT} \"$2\"\n");
+    common::write_script(&compiler, &script);
     let module = dir.path().join("m.mlir");
     std::fs::copy(corpus("cpu/mlp.a.generic.mlir"), &module).expect("copy");
     let out = dir.path().join("out.bin");

@@ -95,13 +95,10 @@ fn custom_partitioning_flag() {
 
 #[test]
 fn unparsable_mlir_names_file_line_and_column() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("broken.mlir");
-    std::fs::write(
-        &path,
+    let (_dir, path) = common::scratch_file(
+        "broken.mlir",
         "\"builtin.module\"() ({\n  %0 = \"x.y\"() : () -> (i32\n}) : () -> ()\n",
-    )
-    .expect("write");
+    );
     let stderr = failure(bin().arg("canon").arg(&path), common::EX_DATAERR);
     assert!(
         stderr.contains("broken.mlir:2:28: error: expected ')'"),

@@ -4,7 +4,8 @@
 mod common;
 
 use common::{EX_USAGE, bin, failure, success, text};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 fn show(dir: &Path, flags: Option<&str>, extra: &[&str]) -> serde_json::Value {
     let mut c = bin();
@@ -30,18 +31,27 @@ fn setting<'a>(shown: &'a serde_json::Value, name: &str) -> (&'a str, &'a str) {
     )
 }
 
+/// A cache directory `c` inside a fresh temporary directory.
+fn cache_dir() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("c");
+    (tmp, dir)
+}
+
+/// `mlir-cache-key ARGS… --cache-dir DIR`.
+fn mck(args: &[&str], dir: &Path) -> Command {
+    let mut c = bin();
+    c.args(args).arg("--cache-dir").arg(dir);
+    c
+}
+
 fn set(dir: &Path, name: &str, value: &str) {
-    success(
-        bin()
-            .args(["config", "set", name, value, "--cache-dir"])
-            .arg(dir),
-    );
+    success(&mut mck(&["config", "set", name, value], dir));
 }
 
 #[test]
 fn precedence_default_file_variable_command_line() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("c");
+    let (_tmp, dir) = cache_dir();
     let shown = show(&dir, None, &[]);
     assert_eq!(shown["schema"], "mlir-cache-key.config.v1");
     assert_eq!(setting(&shown, "cache_size"), ("100000000000", "default"));
@@ -63,9 +73,7 @@ fn precedence_default_file_variable_command_line() {
     let shown = show(&dir, Some("--cache_ttl=3"), &[]);
     assert_eq!(setting(&shown, "cache_ttl"), ("3", "environment"));
 
-    let human = text(success(
-        bin().args(["config", "show", "--cache-dir"]).arg(&dir),
-    ));
+    let human = text(success(&mut mck(&["config", "show"], &dir)));
     assert!(
         human.lines().any(|l| l.starts_with("cache_size")
             && l.contains("100000")
@@ -76,28 +84,15 @@ fn precedence_default_file_variable_command_line() {
 
 #[test]
 fn the_persisted_size_cap_is_used_by_stats_and_gc() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("c");
+    let (_tmp, dir) = cache_dir();
     set(&dir, "cache_size", "100K");
-    let stats: serde_json::Value = serde_json::from_slice(&success(
-        bin()
-            .args(["cache", "stats", "--json", "--cache-dir"])
-            .arg(&dir),
-    ))
-    .unwrap();
+    let stats: serde_json::Value =
+        serde_json::from_slice(&success(&mut mck(&["cache", "stats", "--json"], &dir))).unwrap();
     assert_eq!(stats["max_size"], 100_000, "{stats}");
-    let stats: serde_json::Value = serde_json::from_slice(&success(
-        bin()
-            .args([
-                "cache",
-                "stats",
-                "--json",
-                "--cache-size",
-                "1M",
-                "--cache-dir",
-            ])
-            .arg(&dir),
-    ))
+    let stats: serde_json::Value = serde_json::from_slice(&success(&mut mck(
+        &["cache", "stats", "--json", "--cache-size", "1M"],
+        &dir,
+    )))
     .unwrap();
     assert_eq!(
         stats["max_size"], 1_000_000,
@@ -107,9 +102,7 @@ fn the_persisted_size_cap_is_used_by_stats_and_gc() {
 
 #[test]
 fn set_unset_write_a_private_file_and_reject_bad_names_and_values() {
-    use std::os::unix::fs::PermissionsExt as _;
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("c");
+    let (_tmp, dir) = cache_dir();
     set(&dir, "cache_size", "5M");
     set(&dir, "remote_read_only", "true");
     let file = dir.join("mlir-cache-key.conf");
@@ -117,37 +110,24 @@ fn set_unset_write_a_private_file_and_reject_bad_names_and_values() {
         std::fs::read_to_string(&file).unwrap(),
         "cache_size = 5M\nremote_read_only = true\n"
     );
-    assert_eq!(
-        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
-    success(
-        bin()
-            .args(["config", "unset", "cache_size", "--cache-dir"])
-            .arg(&dir),
-    );
+    assert_eq!(common::mode(&file), 0o600);
+    success(&mut mck(&["config", "unset", "cache_size"], &dir));
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
         "remote_read_only = true\n"
     );
     let e = failure(
-        bin()
-            .args(["config", "set", "frobnicate", "1", "--cache-dir"])
-            .arg(&dir),
+        &mut mck(&["config", "set", "frobnicate", "1"], &dir),
         EX_USAGE,
     );
     assert!(e.contains("frobnicate"), "{e}");
     let e = failure(
-        bin()
-            .args(["config", "set", "cache_size", "lots", "--cache-dir"])
-            .arg(&dir),
+        &mut mck(&["config", "set", "cache_size", "lots"], &dir),
         EX_USAGE,
     );
     assert!(e.contains("lots"), "{e}");
     failure(
-        bin()
-            .args(["config", "set", "cache_dir", "/x", "--cache-dir"])
-            .arg(&dir),
+        &mut mck(&["config", "set", "cache_dir", "/x"], &dir),
         EX_USAGE,
     );
     assert_eq!(
@@ -159,43 +139,29 @@ fn set_unset_write_a_private_file_and_reject_bad_names_and_values() {
 
 #[test]
 fn a_bad_line_in_the_file_names_the_file_and_line() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("c");
+    let (_tmp, dir) = cache_dir();
     set(&dir, "cache_ttl", "1");
     let file = dir.join("mlir-cache-key.conf");
     std::fs::write(&file, "cache_ttl = 1\n# note\nfrob = 2\n").unwrap();
-    let e = failure(
-        bin().args(["cache", "stats", "--cache-dir"]).arg(&dir),
-        EX_USAGE,
-    );
+    let e = failure(&mut mck(&["cache", "stats"], &dir), EX_USAGE);
     assert!(e.contains("mlir-cache-key.conf:3"), "{e}");
     assert!(e.contains("frob"), "{e}");
     std::fs::write(&file, "x".repeat(70_000)).unwrap();
-    let e = failure(
-        bin().args(["config", "show", "--cache-dir"]).arg(&dir),
-        EX_USAGE,
-    );
+    let e = failure(&mut mck(&["config", "show"], &dir), EX_USAGE);
     assert!(e.contains("larger than"), "{e}");
 }
 
 #[test]
 fn cache_dir_mode_from_the_command_line() {
-    use std::os::unix::fs::PermissionsExt as _;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("shared");
-    success(
-        bin()
-            .args(["cache", "stats", "--cache-dir-mode", "0750", "--cache-dir"])
-            .arg(&dir),
-    );
-    assert_eq!(
-        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
-        0o750
-    );
+    success(&mut mck(
+        &["cache", "stats", "--cache-dir-mode", "0750"],
+        &dir,
+    ));
+    assert_eq!(common::mode(&dir), 0o750);
     failure(
-        bin()
-            .args(["cache", "stats", "--cache-dir-mode", "0777", "--cache-dir"])
-            .arg(&dir),
+        &mut mck(&["cache", "stats", "--cache-dir-mode", "0777"], &dir),
         EX_USAGE,
     );
 }
@@ -207,7 +173,7 @@ fn log_level_from_the_config_file() {
     let loud = tmp.path().join("loud");
     set(&loud, "log_level", "info");
     let stderr = |dir: &Path| {
-        let out = common::run(bin().args(["cache", "stats", "--cache-dir"]).arg(dir));
+        let out = common::run(&mut mck(&["cache", "stats"], dir));
         assert!(out.status.success());
         String::from_utf8_lossy(&out.stderr).into_owned()
     };

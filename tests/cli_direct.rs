@@ -4,56 +4,46 @@
 
 mod common;
 
-use common::{bin, corpus, success};
+use common::{Site, bin, success};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// A site (`common::Site`) with the counting compiler and a module compiled to `out.bin`.
 struct Setup {
-    dir: tempfile::TempDir,
-    compiler: PathBuf,
+    site: Site,
     module: PathBuf,
     out: PathBuf,
 }
 
 impl Setup {
     fn new() -> Setup {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let compiler = dir.path().join("compiler.sh");
-        common::write_compiler(&compiler, "compiled-by-1");
-        let module = dir.path().join("mlp.mlir");
-        std::fs::copy(corpus("cpu/mlp.a.generic.mlir"), &module).expect("copy module");
-        let out = dir.path().join("out.bin");
+        let site = Site::new("compiled-by-1");
         Setup {
-            dir,
-            compiler,
-            module,
-            out,
+            module: site.module("cpu/mlp.a.generic.mlir", "mlp.mlir"),
+            out: site.path("out.bin"),
+            site,
         }
     }
 
     fn runs(&self) -> usize {
-        std::fs::read_to_string(self.dir.path().join("runs"))
-            .map(|s| s.lines().count())
-            .unwrap_or(0)
+        self.site.runs()
+    }
+
+    /// Runs exec and asserts that it was a direct hit.
+    fn assert_direct_hit(&self) {
+        let (_, log, _) = self.run(&[]);
+        assert!(log.contains("direct hit"), "{log}");
     }
 
     fn exec(&self, extra: &[&str]) -> Command {
-        let mut command = bin();
+        let mut command = self.site.bin();
         command
-            .env("RUNS", self.dir.path().join("runs"))
             .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO")
             .arg("exec")
             .arg("--cache-dir")
-            .arg(self.dir.path().join("cache"))
-            .args(extra)
-            .arg("--input")
-            .arg(&self.module)
-            .arg("--output")
-            .arg(&self.out)
-            .arg("--")
-            .arg(&self.compiler)
-            .arg(&self.module)
-            .arg(&self.out);
+            .arg(self.site.path("cache"))
+            .args(extra);
+        common::compile(&mut command, &self.site.compiler(), &self.module, &self.out);
         command
     }
 
@@ -68,14 +58,14 @@ impl Setup {
     fn stats(&self) -> serde_json::Value {
         let mut c = bin();
         c.args(["cache", "stats", "--json", "--cache-dir"])
-            .arg(self.dir.path().join("cache"));
+            .arg(self.site.path("cache"));
         serde_json::from_slice(&success(&mut c)).expect("stats json")
     }
 
     /// Entry files of the cache: (path, is a manifest).
     fn entries(&self) -> Vec<(PathBuf, bool)> {
         let mut found = Vec::new();
-        walk(&self.dir.path().join("cache/v1/entries"), &mut found);
+        walk(&self.site.path("cache/v1/entries"), &mut found);
         found
             .into_iter()
             .filter(|p| p.file_name().is_some_and(|n| n.len() == 64))
@@ -129,7 +119,7 @@ fn the_no_direct_setting_turns_direct_mode_off() {
     let s = Setup::new();
     let mut set = bin();
     set.args(["config", "set", "no_direct", "true", "--cache-dir"])
-        .arg(s.dir.path().join("cache"));
+        .arg(s.site.path("cache"));
     success(&mut set);
     s.run(&[]);
     let (code, log, out) = s.run(&[]);
@@ -145,11 +135,10 @@ fn the_no_direct_setting_turns_direct_mode_off() {
     let mut unset = bin();
     unset
         .args(["config", "unset", "no_direct", "--cache-dir"])
-        .arg(s.dir.path().join("cache"));
+        .arg(s.site.path("cache"));
     success(&mut unset);
     s.run(&[]);
-    let (_, log, _) = s.run(&[]);
-    assert!(log.contains("direct hit"), "{log}");
+    s.assert_direct_hit();
 }
 
 #[test]
@@ -163,8 +152,7 @@ fn changed_bytes_take_the_canonical_path_then_hit_directly() {
     assert_eq!(code, Some(0), "{log}");
     assert!(!log.contains("direct hit"), "{log}");
     assert_eq!(s.runs(), 1, "the canonical key is the same");
-    let (_, log, _) = s.run(&[]);
-    assert!(log.contains("direct hit"), "{log}");
+    s.assert_direct_hit();
 }
 
 #[test]
@@ -210,7 +198,7 @@ fn a_damaged_manifest_is_quarantined() {
 fn a_changed_compiler_misses() {
     let s = Setup::new();
     s.run(&[]);
-    common::write_compiler(&s.compiler, "compiled-by-2");
+    common::write_compiler(&s.site.compiler(), "compiled-by-2");
     let (code, log, out) = s.run(&[]);
     assert_eq!(code, Some(0), "{log}");
     assert!(!log.contains("direct hit"), "{log}");
@@ -280,20 +268,14 @@ fn a_miss_keeps_the_canonical_text() {
 #[test]
 fn a_pipe_input_is_read_once_and_hits_directly() {
     let s = Setup::new();
-    let fifo = s.dir.path().join("module.pipe");
+    let fifo = s.site.path("module.pipe");
     let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
     assert!(made.success());
-    let compiler = s.dir.path().join("constant.sh");
-    std::fs::write(
+    let compiler = s.site.path("constant.sh");
+    common::write_script(
         &compiler,
         "#!/bin/sh\necho run >> \"$RUNS\"\necho compiled > \"$2\"\n",
-    )
-    .expect("write compiler");
-    std::fs::set_permissions(
-        &compiler,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .expect("chmod");
+    );
     let run = || {
         // The writer: one copy of the module through the pipe, then EOF.
         let mut writer = Command::new("sh")
@@ -305,20 +287,12 @@ fn a_pipe_input_is_read_once_and_hits_directly() {
             ))
             .spawn()
             .expect("writer");
-        let mut exec = bin()
-            .env("RUNS", s.dir.path().join("runs"))
-            .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO")
+        let mut exec = s.site.bin();
+        exec.env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO")
             .arg("exec")
             .arg("--cache-dir")
-            .arg(s.dir.path().join("cache"))
-            .arg("--input")
-            .arg(&fifo)
-            .arg("--output")
-            .arg(&s.out)
-            .arg("--")
-            .arg(&compiler)
-            .arg(&fifo)
-            .arg(&s.out)
+            .arg(s.site.path("cache"));
+        let mut exec = common::compile(&mut exec, &compiler, &fifo, &s.out)
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("run");

@@ -4,58 +4,41 @@
 
 mod common;
 
-use common::{bin, corpus, failure, success, text};
+use common::{Site, bin, corpus, failure, success, text};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// A site (`common::Site`) with the counting compiler, version 1, and a module.
 struct Setup {
-    dir: tempfile::TempDir,
-    compiler: PathBuf,
+    site: Site,
     module: PathBuf,
 }
 
 impl Setup {
     fn new() -> Setup {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let compiler = dir.path().join("compiler.sh");
-        write_compiler(&compiler, "1");
-        let module = dir.path().join("mlp.mlir");
-        std::fs::copy(corpus("cpu/mlp.a.generic.mlir"), &module).expect("copy module");
-        Setup {
-            dir,
-            compiler,
-            module,
-        }
+        let site = Site::new("compiled-by-1");
+        let module = site.module("cpu/mlp.a.generic.mlir", "mlp.mlir");
+        Setup { module, site }
     }
 
     fn cache(&self) -> PathBuf {
-        self.dir.path().join("cache")
+        self.site.path("cache")
     }
 
     fn runs(&self) -> usize {
-        std::fs::read_to_string(self.dir.path().join("runs"))
-            .map(|s| s.lines().count())
-            .unwrap_or(0)
+        self.site.runs()
     }
 
     /// `exec` compiling `module` to `output` with the test compiler.
     fn exec(&self, module: &Path, output: &Path) -> Command {
-        let mut command = bin();
+        let mut command = self.site.bin();
         command
-            .env("RUNS", self.dir.path().join("runs"))
             .arg("exec")
             // The counts below are of canonical entries (direct mode: tests/cli_direct.rs).
             .arg("--no-direct")
             .arg("--cache-dir")
-            .arg(self.cache())
-            .arg("--input")
-            .arg(module)
-            .arg("--output")
-            .arg(output)
-            .arg("--")
-            .arg(&self.compiler)
-            .arg(module)
-            .arg(output);
+            .arg(self.cache());
+        common::compile(&mut command, &self.site.compiler(), module, output);
         command
     }
 }
@@ -67,7 +50,7 @@ fn write_compiler(path: &Path, version: &str) {
 #[test]
 fn miss_then_hit_runs_the_compiler_once() {
     let s = Setup::new();
-    let out = s.dir.path().join("out.bin");
+    let out = s.site.path("out.bin");
     success(&mut s.exec(&s.module, &out));
     let first = std::fs::read(&out).expect("output");
     std::fs::remove_file(&out).expect("remove");
@@ -82,25 +65,25 @@ fn miss_then_hit_runs_the_compiler_once() {
 #[test]
 fn other_output_paths_and_relocated_modules_share_the_entry() {
     let s = Setup::new();
-    success(&mut s.exec(&s.module, &s.dir.path().join("a.bin")));
+    success(&mut s.exec(&s.module, &s.site.path("a.bin")));
     // Another output name, and the relocated twin of the module.
-    let twin = s.dir.path().join("twin.mlir");
+    let twin = s.site.path("twin.mlir");
     std::fs::copy(corpus("cpu/mlp.b.generic.mlir"), &twin).expect("copy");
-    success(&mut s.exec(&twin, &s.dir.path().join("sub-b.bin")));
+    success(&mut s.exec(&twin, &s.site.path("sub-b.bin")));
     assert_eq!(s.runs(), 1);
 }
 
 #[test]
 fn another_program_or_compiler_is_a_miss() {
     let s = Setup::new();
-    let out = s.dir.path().join("out.bin");
+    let out = s.site.path("out.bin");
     success(&mut s.exec(&s.module, &out));
-    let batch5 = s.dir.path().join("batch5.mlir");
+    let batch5 = s.site.path("batch5.mlir");
     std::fs::copy(corpus("cpu/mlp.a_batch5.generic.mlir"), &batch5).expect("copy");
     success(&mut s.exec(&batch5, &out));
     assert_eq!(s.runs(), 2);
     // Same name, other binary: its digest is part of the key.
-    write_compiler(&s.compiler, "2");
+    write_compiler(&s.site.compiler(), "2");
     success(&mut s.exec(&s.module, &out));
     assert_eq!(s.runs(), 3);
     assert!(
@@ -116,7 +99,7 @@ fn another_program_or_compiler_is_a_miss() {
 #[test]
 fn failures_are_remembered_replayed_and_retried_on_request() {
     let s = Setup::new();
-    let out = s.dir.path().join("out.bin");
+    let out = s.site.path("out.bin");
     let first = s
         .exec(&s.module, &out)
         .env("FAIL", "1")
@@ -149,7 +132,7 @@ fn eight_concurrent_execs_compile_once() {
     let s = Setup::new();
     let children: Vec<_> = (0..8)
         .map(|i| {
-            let out = s.dir.path().join(format!("out{i}.bin"));
+            let out = s.site.path(&format!("out{i}.bin"));
             let child = s
                 .exec(&s.module, &out)
                 .env("SLEEP", "1")
@@ -171,7 +154,7 @@ fn eight_concurrent_execs_compile_once() {
 #[test]
 fn real_mlir_opt_as_the_compiler() {
     let s = Setup::new();
-    let out = s.dir.path().join("module.mlirbc");
+    let out = s.site.path("module.mlirbc");
     let run = || {
         let mut command = bin();
         command
@@ -211,7 +194,7 @@ fn real_mlir_opt_as_the_compiler() {
 #[test]
 fn no_cache_runs_the_compiler_every_time() {
     let s = Setup::new();
-    let out = s.dir.path().join("out.bin");
+    let out = s.site.path("out.bin");
     for _ in 0..2 {
         success(
             s.exec(&s.module, &out)
@@ -225,7 +208,7 @@ fn no_cache_runs_the_compiler_every_time() {
 #[test]
 fn cache_management_commands() {
     let s = Setup::new();
-    success(&mut s.exec(&s.module, &s.dir.path().join("out.bin")));
+    success(&mut s.exec(&s.module, &s.site.path("out.bin")));
     let cache = |args: &[&str]| {
         let mut c = bin();
         c.arg("cache").arg("--cache-dir").arg(s.cache()).args(args);
@@ -241,10 +224,7 @@ fn cache_management_commands() {
     assert_eq!(entries.as_array().unwrap().len(), 1);
     let key = entries[0]["key"].as_str().unwrap().to_string();
     let fetched = success(&mut cache(&["get", &key]));
-    assert_eq!(
-        fetched,
-        std::fs::read(s.dir.path().join("out.bin")).unwrap()
-    );
+    assert_eq!(fetched, std::fs::read(s.site.path("out.bin")).unwrap());
     let verify = text(success(&mut cache(&["verify", "--json"])));
     assert!(verify.contains("\"entries\": 1"), "{verify}");
     success(&mut cache(&["gc"]));
@@ -254,7 +234,7 @@ fn cache_management_commands() {
     let stderr = failure(&mut cache(&["get", &key]), common::EX_SOFTWARE);
     assert!(stderr.contains("is not in the cache"), "{stderr}");
     // put/get round trip with a hostile key refused.
-    let file = s.dir.path().join("blob");
+    let file = s.site.path("blob");
     std::fs::write(&file, b"artefact").unwrap();
     success(cache(&["put", &key]).arg(&file));
     assert_eq!(success(&mut cache(&["get", &key])), b"artefact");
@@ -268,7 +248,7 @@ fn cache_management_commands() {
 #[test]
 fn bad_settings_and_hostile_cache_directories() {
     let s = Setup::new();
-    let out = s.dir.path().join("out.bin");
+    let out = s.site.path("out.bin");
     let stderr = failure(
         s.exec(&s.module, &out)
             .env("MLIR_CACHE_KEY_FLAGS", "--cache_size=lots"),
@@ -285,9 +265,9 @@ fn bad_settings_and_hostile_cache_directories() {
     );
     assert!(stderr.contains("unknown flag"), "{stderr}");
     // A symlinked cache directory is refused.
-    let real = s.dir.path().join("real");
+    let real = s.site.path("real");
     std::fs::create_dir(&real).unwrap();
-    let link = s.dir.path().join("link");
+    let link = s.site.path("link");
     std::os::unix::fs::symlink(&real, &link).unwrap();
     let stderr = failure(
         bin()
@@ -305,13 +285,13 @@ fn bad_settings_and_hostile_cache_directories() {
 #[test]
 fn module_names_cannot_build_paths() {
     let s = Setup::new();
-    let hostile = s.dir.path().join("hostile.mlir");
+    let hostile = s.site.path("hostile.mlir");
     let module = std::fs::read_to_string(&s.module)
         .unwrap()
         .replace("sym_name = \"jit_mlp\"", "sym_name = \"../../evil\"");
     std::fs::write(&hostile, module).unwrap();
     let stderr = failure(
-        &mut s.exec(&hostile, &s.dir.path().join("out.bin")),
+        &mut s.exec(&hostile, &s.site.path("out.bin")),
         common::EX_CACHE,
     );
     assert!(stderr.contains("path separator"), "{stderr}");

@@ -158,12 +158,7 @@ fn cli_reproduces_every_parity_vector() {
             .lines()
             .filter(|l| l.starts_with("get_cache_key"))
             .collect();
-        let want: Vec<&str> = expected["debug_lines"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|l| l.as_str().unwrap())
-            .collect();
+        let want = common::strings(&expected["debug_lines"]);
         assert_eq!(trace, want, "{}", dir.display());
     }
 }
@@ -261,14 +256,12 @@ fn argv_flag_value_moves() {
         &dir,
         "b",
     );
-    let explanation = why(&a, &b);
-    assert!(
-        explanation.contains("first difference: entry 4 \"XLA flags\""),
-        "{explanation}"
-    );
-    assert!(
-        explanation.contains("~ --xla_x: --xla_x=1 → --xla_x=2"),
-        "{explanation}"
+    common::assert_contains(
+        &why(&a, &b),
+        &[
+            "first difference: entry 4 \"XLA flags\"",
+            "~ --xla_x: --xla_x=1 → --xla_x=2",
+        ],
     );
 }
 
@@ -396,14 +389,12 @@ fn device_kinds_move() {
     };
     let a = report(devices(&["NVIDIA H100", "NVIDIA H100"]), &dir, "a");
     let b = report(devices(&["NVIDIA H100", "NVIDIA A100"]), &dir, "b");
-    let explanation = why(&a, &b);
-    assert!(
-        explanation.contains("entry 6 \"accelerator_config\""),
-        "{explanation}"
-    );
-    assert!(
-        explanation.contains("device 1 kind: \"NVIDIA H100\" → \"NVIDIA A100\""),
-        "{explanation}"
+    common::assert_contains(
+        &why(&a, &b),
+        &[
+            "entry 6 \"accelerator_config\"",
+            "device 1 kind: \"NVIDIA H100\" → \"NVIDIA A100\"",
+        ],
     );
 }
 

@@ -6,158 +6,23 @@
 //! See `remote/redis.rs` for where the server comes from (never a silent pass).
 
 mod common;
+#[macro_use]
 #[path = "remote/redis.rs"]
 mod redis;
+#[path = "remote/team.rs"]
+mod team;
 
-use common::{bin, corpus, failure, success};
-use redis::Target;
-use serde_json::Value;
+use common::{bin, failure, read, success, success_stderr};
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
-
-/// Hosts sharing one remote: each has its own cache directory; all share one compiler (and so
-/// one run counter) and one set of modules.
-struct Team {
-    dir: tempfile::TempDir,
-    compiler: PathBuf,
-    remote: String,
-}
-
-impl Team {
-    fn new(remote: String) -> Team {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let compiler = dir.path().join("compiler.sh");
-        common::write_compiler(&compiler, "compiled");
-        for (name, source) in [
-            ("a.mlir", "cpu/mlp.a.generic.mlir"),
-            ("b.mlir", "cpu/mlp.a_batch5.generic.mlir"),
-        ] {
-            std::fs::copy(corpus(source), dir.path().join(name)).expect("copy module");
-        }
-        // More distinct modules: the same program under other names.
-        let a = std::fs::read_to_string(dir.path().join("a.mlir")).expect("read");
-        for name in ["c", "d", "e"] {
-            std::fs::write(
-                dir.path().join(format!("{name}.mlir")),
-                a.replace(
-                    "sym_name = \"jit_mlp\"",
-                    &format!("sym_name = \"jit_{name}\""),
-                ),
-            )
-            .expect("write module");
-        }
-        Team {
-            dir,
-            compiler,
-            remote,
-        }
-    }
-
-    fn cache(&self, host: &str) -> PathBuf {
-        self.dir.path().join(format!("cache-{host}"))
-    }
-
-    fn runs(&self) -> usize {
-        std::fs::read_to_string(self.dir.path().join("runs"))
-            .map(|s| s.lines().count())
-            .unwrap_or(0)
-    }
-
-    fn out(&self, host: &str, module: &str) -> PathBuf {
-        self.dir.path().join(format!("{host}-{module}.out"))
-    }
-
-    /// `exec` on `host` compiling `module` (a.mlir …) through the remote.
-    fn exec(&self, host: &str, module: &str) -> Command {
-        self.exec_with(host, module, &[], &[])
-    }
-
-    /// As `exec`, with more global options and more options of `exec`.
-    fn exec_with(&self, host: &str, module: &str, global: &[&str], options: &[&str]) -> Command {
-        let input = self.dir.path().join(module);
-        let output = self.out(host, module);
-        let mut c = bin();
-        c.env("RUNS", self.dir.path().join("runs"))
-            .arg("exec")
-            // Counts here are of canonical entries (direct mode: tests/cli_direct.rs).
-            .arg("--no-direct")
-            .arg("--cache-dir")
-            .arg(self.cache(host))
-            .arg("--remote")
-            .arg(&self.remote)
-            .args(global)
-            .args(options)
-            .arg("--input")
-            .arg(&input)
-            .arg("--output")
-            .arg(&output)
-            .arg("--")
-            .arg(&self.compiler)
-            .arg(&input)
-            .arg(&output);
-        c
-    }
-
-    fn stats(&self, host: &str) -> Value {
-        let out = success(
-            bin()
-                .args(["cache", "stats", "--json", "--cache-dir"])
-                .arg(self.cache(host))
-                .arg("--remote")
-                .arg(&self.remote),
-        );
-        serde_json::from_slice(&out).expect("stats json")
-    }
-
-    fn stats_text(&self, host: &str) -> String {
-        String::from_utf8(success(
-            bin()
-                .args(["cache", "stats", "--cache-dir"])
-                .arg(self.cache(host))
-                .arg("--remote")
-                .arg(&self.remote),
-        ))
-        .expect("utf-8")
-    }
-}
-
-fn read(path: &Path) -> Vec<u8> {
-    std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
-}
-
-fn stderr_of(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// Runs `c`, asserting success; returns stderr.
-fn ok(c: &mut Command) -> String {
-    let output = c.output().expect("run");
-    assert!(
-        output.status.success(),
-        "{c:?} failed: {}\n{}",
-        output.status,
-        stderr_of(&output)
-    );
-    stderr_of(&output)
-}
-
-macro_rules! redis_or_skip {
-    ($target:expr) => {
-        match $target {
-            Some(t) => t,
-            None => return,
-        }
-    };
-}
+use team::{Team, spawn_slow, timed_success};
 
 #[test]
 fn a_second_host_gets_a_hit_without_compiling() {
-    let target: Target = redis_or_skip!(redis::shared("second_host_hit"));
-    let team = Team::new(target.url());
-    ok(&mut team.exec("a", "a.mlir"));
+    let (target, team) = redis_or_skip!(Team::shared("second_host_hit"));
+    success_stderr(&mut team.exec("a", "a.mlir"));
     assert_eq!(team.runs(), 1);
     let entries = target.entry_keys();
     assert_eq!(entries.len(), 1, "{entries:?}");
@@ -172,9 +37,10 @@ fn a_second_host_gets_a_hit_without_compiling() {
         target.keys()
     );
 
-    let stderr = ok(team
-        .exec("b", "a.mlir")
-        .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO"));
+    let stderr = success_stderr(
+        team.exec("b", "a.mlir")
+            .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO"),
+    );
     assert!(
         stderr.contains("Using a cached artefact from redis://"),
         "{stderr}"
@@ -184,10 +50,7 @@ fn a_second_host_gets_a_hit_without_compiling() {
         1,
         "host b compiled instead of using host a's result"
     );
-    assert_eq!(
-        read(&team.out("b", "a.mlir")),
-        read(&team.out("a", "a.mlir"))
-    );
+    team.assert_same_output("a", "b", "a.mlir");
     let b = team.stats("b");
     assert_eq!(
         (b["remote_hits"].as_u64(), b["remote_writes"].as_u64()),
@@ -205,18 +68,14 @@ fn a_second_host_gets_a_hit_without_compiling() {
     std::fs::remove_file(team.out("b", "a.mlir")).expect("remove");
     let mut local_only = team.exec("b", "a.mlir");
     local_only.env("MLIR_CACHE_KEY_FLAGS", "--remote=redis://127.0.0.1:1/0");
-    ok(&mut local_only);
+    success_stderr(&mut local_only);
     assert_eq!(team.runs(), 1);
-    assert_eq!(
-        read(&team.out("b", "a.mlir")),
-        read(&team.out("a", "a.mlir"))
-    );
+    team.assert_same_output("a", "b", "a.mlir");
 }
 
 #[test]
 fn failures_are_shared_and_replayed_without_compiling() {
-    let target = redis_or_skip!(redis::shared("shared_failure"));
-    let team = Team::new(target.url());
+    let (_target, team) = redis_or_skip!(Team::shared("shared_failure"));
     let first = team
         .exec("a", "a.mlir")
         .env("FAIL", "1")
@@ -224,20 +83,19 @@ fn failures_are_shared_and_replayed_without_compiling() {
         .expect("run");
     assert_eq!(first.status.code(), Some(3));
     let replay = team.exec("b", "a.mlir").output().expect("run");
-    assert_eq!(replay.status.code(), Some(3), "{}", stderr_of(&replay));
-    let stderr = stderr_of(&replay);
-    assert!(stderr.contains("error: cannot compile"), "{stderr}");
-    assert!(
-        stderr.contains("replaying the remembered failure"),
-        "{stderr}"
+    assert_eq!(replay.status.code(), Some(3), "{}", common::stderr(&replay));
+    common::assert_contains(
+        &common::stderr(&replay),
+        &["error: cannot compile", "replaying the remembered failure"],
     );
     assert_eq!(team.runs(), 1);
     // --retry_failed_compilation compiles again, and the success replaces the failure remotely.
-    ok(team
-        .exec("c", "a.mlir")
-        .env("MLIR_CACHE_KEY_FLAGS", "--retry_failed_compilation"));
+    success_stderr(
+        team.exec("c", "a.mlir")
+            .env("MLIR_CACHE_KEY_FLAGS", "--retry_failed_compilation"),
+    );
     assert_eq!(team.runs(), 2);
-    ok(&mut team.exec("d", "a.mlir"));
+    success_stderr(&mut team.exec("d", "a.mlir"));
     assert_eq!(team.runs(), 2, "host d uses host c's success");
 }
 
@@ -246,50 +104,38 @@ fn a_killed_remote_never_fails_a_compile_and_is_retried_later() {
     let mut target = redis_or_skip!(redis::private("killed_remote"));
     let team = Team::new(target.url());
     let flags = "--remote_retry_after=3";
-    ok(team.exec("a", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
-    ok(team.exec("b", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
+    success_stderr(team.exec("a", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
+    success_stderr(team.exec("b", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
     assert_eq!(team.runs(), 1);
 
     // Killed mid-run: while host a compiles (holding the lease), the server dies.
-    let child = team
-        .exec("a", "b.mlir")
-        .env("MLIR_CACHE_KEY_FLAGS", flags)
-        .env("SLEEP", "1")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let child = spawn_slow(
+        team.exec("a", "b.mlir").env("MLIR_CACHE_KEY_FLAGS", flags),
+        "1",
+    );
     std::thread::sleep(Duration::from_millis(400));
     target.server().kill();
     let a = child.wait_with_output().expect("wait");
-    assert!(a.status.success(), "{}", stderr_of(&a));
-    assert!(
-        stderr_of(&a).contains("remote cache unavailable, using the local cache only"),
-        "{}",
-        stderr_of(&a)
+    assert!(a.status.success(), "{}", common::stderr(&a));
+    common::assert_contains(
+        &common::stderr(&a),
+        &["remote cache unavailable, using the local cache only"],
     );
     assert_eq!(
-        stderr_of(&a).matches("remote cache unavailable").count(),
+        common::stderr(&a)
+            .matches("remote cache unavailable")
+            .count(),
         1,
         "warned once"
     );
     assert!(read(&team.out("a", "b.mlir")).ends_with(b"compiled\n"));
 
     // Host b, remote down: compiles locally, quickly (a refused connection is no timeout).
-    let t = Instant::now();
-    let b = team
-        .exec("b", "b.mlir")
-        .env("MLIR_CACHE_KEY_FLAGS", flags)
-        .output()
-        .expect("run");
-    assert!(b.status.success(), "{}", stderr_of(&b));
-    assert!(
-        t.elapsed() < Duration::from_secs(2),
-        "took {:?}",
-        t.elapsed()
-    );
+    let (_, took) = timed_success(team.exec("b", "b.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
+    assert!(took < Duration::from_secs(2), "took {took:?}");
     assert_eq!(team.runs(), 3);
     // Local hits keep working without the remote.
-    ok(team.exec("a", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
+    success_stderr(team.exec("a", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
     assert_eq!(team.runs(), 3);
     // The next process on host a skips the remote at once (breaker recorded in the cache dir).
     let c = team
@@ -299,9 +145,9 @@ fn a_killed_remote_never_fails_a_compile_and_is_retried_later() {
         .expect("run");
     assert!(c.status.success());
     assert!(
-        stderr_of(&c).contains("is marked down until"),
+        common::stderr(&c).contains("is marked down until"),
         "{}",
-        stderr_of(&c)
+        common::stderr(&c)
     );
     assert_eq!(team.runs(), 4);
 
@@ -322,12 +168,12 @@ fn a_killed_remote_never_fails_a_compile_and_is_retried_later() {
     // Back up (empty) and past retry_after: the remote is used again and the mark is gone.
     target.server().restart();
     std::thread::sleep(Duration::from_secs(3));
-    ok(team.exec("a", "d.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
+    success_stderr(team.exec("a", "d.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
     assert_eq!(team.runs(), 5);
     assert_eq!(target.entry_keys().len(), 1, "{:?}", target.keys());
     let sa = team.stats("a");
     assert!(sa["remote_down_until_ms"].is_null(), "{sa}");
-    ok(team.exec("b", "d.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
+    success_stderr(team.exec("b", "d.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
     assert_eq!(
         team.runs(),
         5,
@@ -337,10 +183,9 @@ fn a_killed_remote_never_fails_a_compile_and_is_retried_later() {
 
 #[test]
 fn corrupt_remote_values_are_counted_and_never_used() {
-    let target = redis_or_skip!(redis::shared("corrupt_value"));
-    let team = Team::new(target.url());
-    ok(&mut team.exec("a", "a.mlir"));
-    ok(&mut team.exec("a", "c.mlir"));
+    let (target, team) = redis_or_skip!(Team::shared("corrupt_value"));
+    success_stderr(&mut team.exec("a", "a.mlir"));
+    success_stderr(&mut team.exec("a", "c.mlir"));
     let good = read(&team.out("a", "a.mlir"));
     // The remote holds the entry files' exact bytes: they are host a's local files.
     let entry_file = |key: &str| {
@@ -387,7 +232,7 @@ fn corrupt_remote_values_are_counted_and_never_used() {
     for (i, (what, value)) in junk.iter().enumerate() {
         target.set_bytes(&a_key, value);
         let host = format!("fresh{i}");
-        let stderr = ok(&mut team.exec(&host, "a.mlir"));
+        let stderr = success_stderr(&mut team.exec(&host, "a.mlir"));
         assert!(stderr.contains("is corrupt"), "{what}: {stderr}");
         assert_eq!(read(&team.out(&host, "a.mlir")), good, "{what}");
         let s = team.stats(&host);
@@ -404,24 +249,24 @@ fn corrupt_remote_values_are_counted_and_never_used() {
         target.cli(&["strlen", &a_key]).parse::<usize>().ok(),
         Some(valid.len())
     );
-    ok(&mut team.exec("z", "a.mlir"));
+    success_stderr(&mut team.exec("z", "a.mlir"));
     assert_eq!(team.runs(), 2 + junk.len());
     // Host a keeps using its local copy whatever the remote holds.
     target.set_bytes(&a_key, b"junk again");
-    ok(&mut team.exec("a", "a.mlir"));
+    success_stderr(&mut team.exec("a", "a.mlir"));
     assert_eq!(team.runs(), 2 + junk.len());
     assert_eq!(team.stats("a")["remote_corrupt"], 0);
 }
 
 #[test]
 fn a_read_only_client_never_writes() {
-    let target = redis_or_skip!(redis::shared("read_only"));
-    let team = Team::new(target.url());
+    let (target, team) = redis_or_skip!(Team::shared("read_only"));
     // The command-line option and the variable's flag.
-    ok(&mut team.exec_with("r", "a.mlir", &["--remote-read-only"], &[]));
-    ok(team
-        .exec("r", "b.mlir")
-        .env("MLIR_CACHE_KEY_FLAGS", "--remote_read_only"));
+    success_stderr(&mut team.exec_with("r", "a.mlir", &["--remote-read-only"]));
+    success_stderr(
+        team.exec("r", "b.mlir")
+            .env("MLIR_CACHE_KEY_FLAGS", "--remote_read_only"),
+    );
     assert_eq!(team.runs(), 2);
     assert_eq!(
         target.keys(),
@@ -433,13 +278,14 @@ fn a_read_only_client_never_writes() {
     assert_eq!(s["remote_misses"], 2);
 
     // A writer shares a.mlir; a fresh read-only host reads it (and keeps it locally).
-    ok(&mut team.exec("w", "a.mlir"));
+    success_stderr(&mut team.exec("w", "a.mlir"));
     assert_eq!(team.runs(), 3);
     let before = target.keys();
     assert_eq!(before.len(), 1, "{before:?}");
-    ok(team
-        .exec("r2", "a.mlir")
-        .env("MLIR_CACHE_KEY_FLAGS", "--remote_read_only"));
+    success_stderr(
+        team.exec("r2", "a.mlir")
+            .env("MLIR_CACHE_KEY_FLAGS", "--remote_read_only"),
+    );
     assert_eq!(team.runs(), 3, "the read-only host did not use the remote");
     let failing = team
         .exec("r2", "c.mlir")
@@ -460,30 +306,23 @@ fn a_read_only_client_never_writes() {
 
 #[test]
 fn racing_hosts_compile_a_key_once() {
-    let target = redis_or_skip!(redis::shared("racing_hosts"));
-    let team = Team::new(target.url());
+    let (target, team) = redis_or_skip!(Team::shared("racing_hosts"));
     let hosts = ["h1", "h2", "h3"];
     let children: Vec<_> = hosts
         .iter()
-        .map(|h| {
-            team.exec(h, "a.mlir")
-                .env("SLEEP", "2")
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("spawn")
-        })
+        .map(|h| spawn_slow(&mut team.exec(h, "a.mlir"), "2"))
         .collect();
     let outputs: Vec<Output> = children
         .into_iter()
         .map(|c| c.wait_with_output().expect("wait"))
         .collect();
     for o in &outputs {
-        assert!(o.status.success(), "{}", stderr_of(o));
+        assert!(o.status.success(), "{}", common::stderr(o));
     }
     assert_eq!(team.runs(), 1, "three hosts, one compile");
     let waited = outputs
         .iter()
-        .filter(|o| stderr_of(o).contains("Blocking waiting for"))
+        .filter(|o| common::stderr(o).contains("Blocking waiting for"))
         .count();
     assert_eq!(waited, 2, "the other hosts waited for the lease holder");
     let first = read(&team.out("h1", "a.mlir"));
@@ -495,44 +334,36 @@ fn racing_hosts_compile_a_key_once() {
 
 #[test]
 fn a_lease_is_renewed_while_a_long_compile_runs() {
-    let target = redis_or_skip!(redis::shared("lease_renewal"));
-    let team = Team::new(target.url());
+    let (_target, team) = redis_or_skip!(Team::shared("lease_renewal"));
     // A one-second lease and a three-second compile: only renewal keeps host b waiting.
     let flags = "--remote_lease=1";
-    let holder = team
-        .exec("a", "a.mlir")
-        .env("MLIR_CACHE_KEY_FLAGS", flags)
-        .env("SLEEP", "3")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let holder = spawn_slow(
+        team.exec("a", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags),
+        "3",
+    );
     std::thread::sleep(Duration::from_millis(500));
-    let stderr = ok(team.exec("b", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
+    let stderr = success_stderr(team.exec("b", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
     assert!(stderr.contains("Blocking waiting for"), "{stderr}");
     let holder = holder.wait_with_output().expect("wait");
-    assert!(holder.status.success(), "{}", stderr_of(&holder));
+    assert!(holder.status.success(), "{}", common::stderr(&holder));
     assert!(
-        !stderr_of(&holder).contains("lost the compile lease"),
+        !common::stderr(&holder).contains("lost the compile lease"),
         "{}",
-        stderr_of(&holder)
+        common::stderr(&holder)
     );
     assert_eq!(
         team.runs(),
         1,
         "the lease expired while its holder compiled"
     );
-    assert_eq!(
-        read(&team.out("b", "a.mlir")),
-        read(&team.out("a", "a.mlir"))
-    );
+    team.assert_same_output("a", "b", "a.mlir");
 }
 
 #[test]
 fn a_dead_lease_holder_delays_but_never_blocks() {
-    let target = redis_or_skip!(redis::shared("dead_holder"));
-    let team = Team::new(target.url());
+    let (target, team) = redis_or_skip!(Team::shared("dead_holder"));
     // A holder that died: its lease expires by itself.
-    ok(&mut team.exec("a", "a.mlir")); // learn the key
+    success_stderr(&mut team.exec("a", "a.mlir")); // learn the key
     let entry = target.entry_keys().pop().expect("entry");
     let lease_of = |entry: &str| entry.replace("/entries-v1/", "/leases/");
     target.cli(&["del", &entry]);
@@ -542,7 +373,7 @@ fn a_dead_lease_holder_delays_but_never_blocks() {
         "OK"
     );
     let t = Instant::now();
-    let stderr = ok(&mut team.exec("b", "a.mlir"));
+    let stderr = success_stderr(&mut team.exec("b", "a.mlir"));
     assert!(
         stderr.contains("Blocking waiting for ghost:1:1"),
         "{stderr}"
@@ -557,7 +388,7 @@ fn a_dead_lease_holder_delays_but_never_blocks() {
     target.cli(&["del", &entry]);
     assert_eq!(target.cli(&["set", &lease, "stuck:1:1"]), "OK");
     let t = Instant::now();
-    let stderr = ok(&mut team.exec_with("c", "a.mlir", &[], &["--lock-timeout", "1"]));
+    let stderr = success_stderr(&mut team.exec_with("c", "a.mlir", &["--lock-timeout", "1"]));
     assert!(stderr.contains("Gave up waiting for stuck:1:1"), "{stderr}");
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     assert_eq!(team.runs(), 3);
@@ -598,33 +429,15 @@ fn a_silent_or_garbled_server_costs_one_timeout_per_retry_period() {
     ] {
         let port = fake_server(junk);
         let team = Team::new(format!("redis://127.0.0.1:{port}/0"));
-        let t = Instant::now();
-        let first = team
-            .exec("a", "a.mlir")
-            .env("MLIR_CACHE_KEY_FLAGS", "--remote_timeout=0.5")
-            .output()
-            .expect("run");
-        assert!(first.status.success(), "{name}: {}", stderr_of(&first));
+        let flags = "--remote_timeout=0.5";
+        let (first, took) =
+            timed_success(team.exec("a", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
+        assert!(took < Duration::from_secs(4), "{name}: took {took:?}");
+        assert!(first.contains("remote cache unavailable"), "{name}");
+        let (_, took) = timed_success(team.exec("a", "b.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
         assert!(
-            t.elapsed() < Duration::from_secs(4),
-            "{name}: took {:?}",
-            t.elapsed()
-        );
-        assert!(
-            stderr_of(&first).contains("remote cache unavailable"),
-            "{name}"
-        );
-        let t = Instant::now();
-        let second = team
-            .exec("a", "b.mlir")
-            .env("MLIR_CACHE_KEY_FLAGS", "--remote_timeout=0.5")
-            .output()
-            .expect("run");
-        assert!(second.status.success());
-        assert!(
-            t.elapsed() < Duration::from_millis(1500),
-            "{name}: the second process paid the timeout again ({:?})",
-            t.elapsed()
+            took < Duration::from_millis(1500),
+            "{name}: the second process paid the timeout again ({took:?})"
         );
         assert_eq!(team.runs(), 2, "{name}");
         let s = team.stats("a");

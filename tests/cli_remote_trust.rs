@@ -4,35 +4,38 @@
 //! server that stops answering mid-compile, an extreme `--lock-timeout`.
 
 mod common;
+#[macro_use]
 #[path = "remote/redis.rs"]
 mod redis;
+#[path = "remote/team.rs"]
+mod team;
 
-use common::{bin, corpus, failure, success};
+use common::{bin, failure, success, success_stderr};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+use team::Team;
 
+/// A team of hosts (`remote/team.rs`) that may hold a shared secret; they compile a.mlir.
 struct Host {
-    dir: tempfile::TempDir,
-    remote: String,
+    team: Team,
 }
 
 impl Host {
     fn new(remote: String) -> Host {
-        let dir = tempfile::tempdir().expect("tempdir");
-        common::write_compiler(&dir.path().join("cc.sh"), "compiled");
-        std::fs::copy(corpus("cpu/mlp.a.generic.mlir"), dir.path().join("a.mlir")).expect("copy");
-        Host { dir, remote }
+        Host {
+            team: Team::new(remote),
+        }
     }
 
     fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
+        self.team.path(name)
     }
 
     fn runs(&self) -> usize {
-        std::fs::read_to_string(self.path("runs")).map_or(0, |s| s.lines().count())
+        self.team.runs()
     }
 
     /// A file holding a secret, mode 0600.
@@ -45,16 +48,8 @@ impl Host {
 
     /// `mlir-cache-key SUBCOMMAND… --cache-dir cache-HOST --remote URL [--remote-secret-file F]`.
     fn mck(&self, host: &str, secret: Option<&Path>, args: &[&str]) -> Command {
-        let mut c = bin();
-        c.env("RUNS", self.path("runs"))
-            .args(args)
-            .arg("--cache-dir")
-            .arg(self.path(&format!("cache-{host}")))
-            .arg("--remote")
-            .arg(&self.remote);
-        if let Some(s) = secret {
-            c.arg("--remote-secret-file").arg(s);
-        }
+        let mut c = self.team.mck(host, args);
+        c.args(secret_options(secret));
         c
     }
 
@@ -64,49 +59,25 @@ impl Host {
 
     /// As `exec`, with more options of `exec`.
     fn exec_with(&self, host: &str, secret: Option<&Path>, options: &[&str]) -> Command {
-        let (input, output) = (self.path("a.mlir"), self.out(host));
-        // Counts here are of canonical entries (direct mode: tests/cli_direct.rs).
-        let mut c = self.mck(host, secret, &["exec", "--no-direct"]);
-        c.args(options)
-            .arg("--input")
-            .arg(&input)
-            .arg("--output")
-            .arg(&output)
-            .arg("--")
-            .arg(self.path("cc.sh"))
-            .arg(&input)
-            .arg(&output);
-        c
+        let mut all = secret_options(secret);
+        all.extend_from_slice(options);
+        self.team.exec_with(host, "a.mlir", &all)
     }
 
     fn out(&self, host: &str) -> PathBuf {
-        self.path(&format!("{host}.out"))
+        self.team.out(host, "a.mlir")
     }
 
     fn stats(&self, host: &str, secret: Option<&Path>) -> Value {
-        let out = success(&mut self.mck(host, secret, &["cache", "stats", "--json"]));
-        serde_json::from_slice(&out).expect("json")
+        self.team.stats_with(host, &secret_options(secret))
     }
 }
 
-fn run(c: &mut Command) -> Output {
-    c.output().expect("run")
-}
-
-fn ok(c: &mut Command) -> String {
-    let out = run(c);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{c:?}: {}\n{stderr}", out.status);
-    stderr
-}
-
-macro_rules! redis_or_skip {
-    ($target:expr) => {
-        match $target {
-            Some(t) => t,
-            None => return,
-        }
-    };
+fn secret_options(secret: Option<&Path>) -> Vec<&str> {
+    match secret {
+        Some(s) => vec!["--remote-secret-file", s.to_str().expect("a UTF-8 path")],
+        None => Vec::new(),
+    }
 }
 
 #[test]
@@ -114,7 +85,7 @@ fn a_poisoned_value_with_recomputed_checksums_is_refused_with_a_secret() {
     let target = redis_or_skip!(redis::shared("poisoned_value"));
     let h = Host::new(target.url());
     let secret = h.secret("team.secret", "correct horse battery staple\n");
-    ok(&mut h.exec("a", Some(&secret)));
+    success_stderr(&mut h.exec("a", Some(&secret)));
     let good = common::read(&h.out("a"));
     let entries = target.entry_keys();
     assert_eq!(entries.len(), 1, "{entries:?}");
@@ -128,11 +99,11 @@ fn a_poisoned_value_with_recomputed_checksums_is_refused_with_a_secret() {
     // checksum recomputed by the tool itself) under the same key.
     std::fs::write(h.path("evil.bin"), b"evil artefact\n").expect("write");
     let evil = h.path("evil.bin").to_string_lossy().into_owned();
-    ok(&mut h.mck("attacker", None, &["cache", "put", &key, &evil]));
+    success_stderr(&mut h.mck("attacker", None, &["cache", "put", &key, &evil]));
     assert_ne!(target.cli(&["getrange", entry, "0", "3"]), "MCKA");
 
     // Without a secret the remote is trusted: the poisoned value is served (README).
-    ok(&mut h.exec("trusting", None));
+    success_stderr(&mut h.exec("trusting", None));
     assert_eq!(common::read(&h.out("trusting")), b"evil artefact\n");
 
     // With the secret: a miss, counted and logged, never served nor copied locally.
@@ -148,7 +119,7 @@ fn a_poisoned_value_with_recomputed_checksums_is_refused_with_a_secret() {
     assert!(c["remote_unauthenticated"].as_u64() >= Some(1), "{c}");
     assert_eq!(c["remote_authenticated"], true);
     let runs = h.runs();
-    let stderr = ok(&mut h.exec("b", Some(&secret)));
+    let stderr = success_stderr(&mut h.exec("b", Some(&secret)));
     assert!(stderr.contains("not authenticated"), "{stderr}");
     assert_eq!(h.runs(), runs + 1, "host b compiled instead of using it");
     assert_eq!(common::read(&h.out("b")), good);
@@ -156,9 +127,9 @@ fn a_poisoned_value_with_recomputed_checksums_is_refused_with_a_secret() {
 
     // A value sealed with another secret is no better.
     let wrong = h.secret("wrong.secret", "another secret, 16+ bytes");
-    ok(&mut h.mck("attacker", Some(&wrong), &["cache", "put", &key, &evil]));
+    success_stderr(&mut h.mck("attacker", Some(&wrong), &["cache", "put", &key, &evil]));
     assert_eq!(target.cli(&["getrange", entry, "0", "3"]), "MCKA");
-    let stderr = ok(&mut h.exec("d", Some(&secret)));
+    let stderr = success_stderr(&mut h.exec("d", Some(&secret)));
     assert!(stderr.contains("tag does not match"), "{stderr}");
     assert_eq!(common::read(&h.out("d")), good);
     assert_eq!(h.runs(), runs + 2);
@@ -169,7 +140,7 @@ fn a_poisoned_value_with_recomputed_checksums_is_refused_with_a_secret() {
     assert!(text.contains("remote bad MAC      1"), "{text}");
     assert!(!text.contains("horse"), "{text}");
     // The fresh good value was sealed again: a host with the secret hits it.
-    ok(&mut h.exec("e", Some(&secret)));
+    success_stderr(&mut h.exec("e", Some(&secret)));
     assert_eq!(h.runs(), runs + 2);
     assert_eq!(common::read(&h.out("e")), good);
 }
@@ -224,13 +195,7 @@ fn a_server_that_stalls_mid_compile_costs_at_most_one_timeout() {
     // A short lease: its renewals run (and stall) during the compile; a 2-second compile.
     let flags = "--remote_timeout=3 --remote_lease=0.6";
     let t = Instant::now();
-    let child = h
-        .exec("a", None)
-        .env("MLIR_CACHE_KEY_FLAGS", flags)
-        .env("SLEEP", "2")
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let child = team::spawn_slow(h.exec("a", None).env("MLIR_CACHE_KEY_FLAGS", flags), "2");
     // The lease is taken well before the compile ends; then the server stops answering.
     std::thread::sleep(Duration::from_millis(700));
     target.server().pause();
@@ -255,9 +220,10 @@ fn a_server_stalled_from_the_start_costs_one_timeout() {
     let h = Host::new(target.url());
     target.server().pause();
     let t = Instant::now();
-    let stderr = ok(h
-        .exec("a", None)
-        .env("MLIR_CACHE_KEY_FLAGS", "--remote_timeout=1"));
+    let stderr = success_stderr(
+        h.exec("a", None)
+            .env("MLIR_CACHE_KEY_FLAGS", "--remote_timeout=1"),
+    );
     let took = t.elapsed();
     target.server().resume();
     assert!(stderr.contains("remote cache unavailable"), "{stderr}");
@@ -269,8 +235,8 @@ fn an_extreme_lock_timeout_saturates() {
     // Any remote (here a refused port) makes the claim compute its deadline.
     let h = Host::new("redis://127.0.0.1:1/0".to_owned());
     let max = u64::MAX.to_string();
-    ok(&mut h.exec_with("a", None, &["--lock-timeout", &max]));
+    success_stderr(&mut h.exec_with("a", None, &["--lock-timeout", &max]));
     assert_eq!(h.runs(), 1);
-    ok(&mut h.exec_with("a", None, &["--lock-timeout", &max]));
+    success_stderr(&mut h.exec_with("a", None, &["--lock-timeout", &max]));
     assert_eq!(h.runs(), 1, "a hit");
 }

@@ -3,28 +3,18 @@
 
 mod common;
 
-use common::{bin, corpus, success, text};
+use common::{Site, bin, success, text};
 use std::path::Path;
 use std::process::Command;
 
-fn exec(dir: &Path, module: &Path, extra: &[&str]) -> Command {
-    let out = dir.join("out.bin");
-    let mut c = bin();
-    c.env("RUNS", dir.join("runs"))
-        .arg("exec")
-        // Entry counts below: no direct-mode manifests.
-        .arg("--no-direct")
-        .arg("--cache-dir")
-        .arg(dir.join("cache"))
-        .arg("--input")
-        .arg(module)
-        .arg("--output")
-        .arg(&out)
-        .arg("--")
-        .arg(dir.join("compiler.sh"))
-        .arg(module)
-        .arg(&out)
-        .args(extra);
+/// `exec` of `module` in `site` (its compiler, its cache), `extra` passed to the compiler.
+fn exec(site: &Site, module: &Path, extra: &[&str]) -> Command {
+    let mut c = site.bin();
+    // Entry counts below: no direct-mode manifests.
+    c.args(["exec", "--no-direct", "--cache-dir"])
+        .arg(site.path("cache"));
+    let out = site.path("out.bin");
+    common::compile(&mut c, &site.compiler(), module, &out).args(extra);
     c
 }
 
@@ -40,20 +30,17 @@ fn stats(dir: &Path, extra: &[&str]) -> serde_json::Value {
 
 #[test]
 fn hit_rate_reasons_zero_and_survival_of_an_index_rebuild() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
-    common::write_compiler(&dir.join("compiler.sh"), "v1");
-    let module = dir.join("mlp.mlir");
-    std::fs::copy(corpus("cpu/mlp.a.generic.mlir"), &module).unwrap();
-    let batch5 = dir.join("batch5.mlir");
-    std::fs::copy(corpus("cpu/mlp.a_batch5.generic.mlir"), &batch5).unwrap();
+    let site = Site::new("v1");
+    let dir = site.dir.path();
+    let module = site.module("cpu/mlp.a.generic.mlir", "mlp.mlir");
+    let batch5 = site.module("cpu/mlp.a_batch5.generic.mlir", "batch5.mlir");
 
-    success(&mut exec(dir, &module, &[])); // miss: new
-    success(&mut exec(dir, &module, &[])); // hit
-    success(&mut exec(dir, &batch5, &[])); // miss: the computation moved
-    common::write_compiler(&dir.join("compiler.sh"), "v2");
-    success(&mut exec(dir, &batch5, &[])); // miss: the compiler moved (nearest: batch5 by v1)
-    success(&mut exec(dir, &batch5, &["--fast"])); // miss: an argument moved
+    success(&mut exec(&site, &module, &[])); // miss: new
+    success(&mut exec(&site, &module, &[])); // hit
+    success(&mut exec(&site, &batch5, &[])); // miss: the computation moved
+    common::write_compiler(&site.compiler(), "v2");
+    success(&mut exec(&site, &batch5, &[])); // miss: the compiler moved (nearest: batch5 by v1)
+    success(&mut exec(&site, &batch5, &["--fast"])); // miss: an argument moved
 
     let s = stats(dir, &[]);
     assert_eq!(s["schema"], "mlir-cache-key.stats.v1");
@@ -104,7 +91,7 @@ fn hit_rate_reasons_zero_and_survival_of_an_index_rebuild() {
     assert_eq!(s["miss_reasons"], serde_json::json!({}));
     assert_eq!(s["entries"], 4, "zeroing keeps the entries: {s}");
     assert!(s["zeroed_ms"].as_i64().unwrap() > 0, "{s}");
-    success(&mut exec(dir, &batch5, &[])); // hit
+    success(&mut exec(&site, &batch5, &[])); // hit
     let s = stats(dir, &[]);
     assert_eq!(s["hits"], 1, "{s}");
 }

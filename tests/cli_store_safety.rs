@@ -5,26 +5,26 @@
 
 mod common;
 
-use common::{bin, corpus, failure, success, text};
+use common::{failure, success, text};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
+/// A `common::Site` with a.mlir and its cache in `cache/`.
 struct Site {
-    dir: tempfile::TempDir,
+    site: common::Site,
 }
 
 impl Site {
     fn new() -> Site {
-        let dir = tempfile::tempdir().expect("tempdir");
-        common::write_compiler(&dir.path().join("cc.sh"), "compiled");
-        std::fs::copy(corpus("cpu/mlp.a.generic.mlir"), dir.path().join("a.mlir")).expect("copy");
-        Site { dir }
+        let site = common::Site::new("compiled");
+        site.module("cpu/mlp.a.generic.mlir", "a.mlir");
+        Site { site }
     }
 
     fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
+        self.site.path(name)
     }
 
     fn cache(&self) -> PathBuf {
@@ -32,29 +32,20 @@ impl Site {
     }
 
     fn runs(&self) -> usize {
-        std::fs::read_to_string(self.path("runs")).map_or(0, |s| s.lines().count())
+        self.site.runs()
     }
 
     fn mck(&self, args: &[&str]) -> Command {
-        let mut c = bin();
-        c.env("RUNS", self.path("runs")).args(args);
-        c.arg("--cache-dir").arg(self.cache());
+        let mut c = self.site.bin();
+        c.args(args).arg("--cache-dir").arg(self.cache());
         c
     }
 
     /// `exec` of a.mlir writing `out`, with `options` (address options…).
     fn exec(&self, out: &Path, options: &[&str]) -> Command {
-        let input = self.path("a.mlir");
         let mut c = self.mck(&["exec"]);
-        c.args(options)
-            .arg("--input")
-            .arg(&input)
-            .arg("--output")
-            .arg(out)
-            .arg("--")
-            .arg(self.path("cc.sh"))
-            .arg(&input)
-            .arg(out);
+        c.args(options);
+        common::compile(&mut c, &self.site.compiler(), &self.path("a.mlir"), out);
         c
     }
 

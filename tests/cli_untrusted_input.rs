@@ -82,16 +82,13 @@ fn bytecode_that_crashed_or_hung_mlir_is_a_clear_error() {
 /// process, and `key` reports it.
 #[test]
 fn a_crash_in_mlirs_reader_is_contained() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let text = dir.path().join("wide.mlir");
-    std::fs::write(
-        &text,
+    let (dir, text) = common::scratch_file(
+        "wide.mlir",
         r#""builtin.module"() <{sym_name = "jit_wide"}> ({
   "test.op"() {value = -1 : i1024} : () -> ()
 }) : () -> ()
 "#,
-    )
-    .expect("write");
+    );
     let file = dir.path().join("wide.mlirbc");
     success(
         bin()

@@ -5,31 +5,30 @@
 
 mod common;
 
-use common::{EX_CONFLICT, EX_NOINPUT, EX_USAGE, bin, corpus, failure, success, text};
+use common::{EX_CONFLICT, EX_NOINPUT, EX_USAGE, Site, bin, failure, stderr, success, text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// A `common::Site` with its cache in `cache/`.
 struct Bench {
-    dir: tempfile::TempDir,
+    site: Site,
 }
 
 impl Bench {
     fn new() -> Bench {
-        let dir = tempfile::tempdir().expect("tempdir");
-        common::write_compiler(&dir.path().join("cc.sh"), "compiled");
-        Bench { dir }
+        Bench {
+            site: Site::new("compiled"),
+        }
     }
 
     fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
+        self.site.path(name)
     }
 
     /// A copy of a corpus module under a short name.
     fn module(&self, corpus_file: &str, name: &str) -> PathBuf {
-        let path = self.path(name);
-        std::fs::copy(corpus(corpus_file), &path).unwrap();
-        path
+        self.site.module(corpus_file, name)
     }
 
     fn cache(&self) -> String {
@@ -37,7 +36,7 @@ impl Bench {
     }
 
     fn compiles(&self) -> usize {
-        std::fs::read_to_string(self.path("runs")).map_or(0, |s| s.lines().count())
+        self.site.runs()
     }
 
     /// `cache …`/`runs …` on this bench's cache.
@@ -58,21 +57,20 @@ impl Bench {
     /// `exec` of `module` with `options` before `--` and `compiler` (default: cc.sh) after.
     fn exec(&self, module: &Path, options: &[&str], compiler: Option<&[&str]>) -> Command {
         let out = self.path("out.bin");
-        let mut c = bin();
-        c.env("RUNS", self.path("runs"))
-            // Counts here are of canonical entries (direct mode: tests/cli_direct.rs).
-            .args([
-                "exec",
-                "--no-direct",
-                "--cache-dir",
-                &self.cache(),
-                "--input",
-            ])
-            .arg(module)
-            .arg("--output")
-            .arg(&out)
-            .args(options)
-            .arg("--");
+        let mut c = self.site.bin();
+        // Counts here are of canonical entries (direct mode: tests/cli_direct.rs).
+        c.args([
+            "exec",
+            "--no-direct",
+            "--cache-dir",
+            &self.cache(),
+            "--input",
+        ])
+        .arg(module)
+        .arg("--output")
+        .arg(&out)
+        .args(options)
+        .arg("--");
         match compiler {
             Some(words) => c.args(words),
             None => c.arg(self.path("cc.sh")),
@@ -94,10 +92,6 @@ impl Bench {
 
 fn output(command: &mut Command) -> Output {
     command.output().expect("run mlir-cache-key")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn addresses(list: &Value) -> Vec<String> {
@@ -425,11 +419,7 @@ fn logs_name_the_store_and_one_level_vocabulary() {
             .env("XLA_FLAGS", "--xla_cpu_enable_fast_math=false"),
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("info: Stored the ok entry jit_mlp-"),
-        "{}",
-        stderr(&out)
-    );
+    common::assert_contains(&stderr(&out), &["info: Stored the ok entry jit_mlp-"]);
     assert!(
         stderr(&out).contains("debug:"),
         "DEBUG is a level: {}",

@@ -51,16 +51,9 @@ fn seeds(dir: &Path) -> Vec<Vec<u8>> {
     let mut seeds: Vec<Vec<u8>> = modules
         .iter()
         .map(|m| {
-            let out = dir.join("seed.mlirbc");
-            let status = bin()
-                .args(["canon", "--keep-locations"])
-                .arg(corpus(m))
-                .arg("-o")
-                .arg(&out)
-                .status()
-                .expect("run canon");
-            assert!(status.success(), "canon {m}");
-            std::fs::read(&out).expect("seed")
+            let canon = &mut bin();
+            canon.args(["canon", "--keep-locations"]);
+            common::written(canon, &corpus(m), &dir.join("seed.mlirbc"))
         })
         .collect();
     for k in [

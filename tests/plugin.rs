@@ -32,19 +32,14 @@ fn mlir_opt_with_the_plugin_writes_the_clis_canonical_bytes() {
         "tpu/tpu_pallas_add.nounzip.b.generic.mlir",
         "gpu/cuda_pallas_triton_add.a.generic.mlir",
     ] {
-        let out = dir.path().join("plugin.mlirbc");
-        let status = Command::new("/usr/lib/llvm-22/bin/mlir-opt")
+        let mut mlir_opt = Command::new("/usr/lib/llvm-22/bin/mlir-opt");
+        mlir_opt
             .arg("--allow-unregistered-dialect")
             .arg(format!("--load-pass-plugin={}", plugin().display()))
             .arg("--pass-pipeline=builtin.module(cache-key-canonicalize)")
-            .args(["--emit-bytecode", "--emit-bytecode-version=6"])
-            .arg(corpus(module))
-            .arg("-o")
-            .arg(&out)
-            .status()
-            .expect("run mlir-opt");
-        assert!(status.success(), "{module}");
-        let from_plugin = std::fs::read(&out).expect("plugin output");
+            .args(["--emit-bytecode", "--emit-bytecode-version=6"]);
+        let out = dir.path().join("plugin.mlirbc");
+        let from_plugin = common::written(&mut mlir_opt, &corpus(module), &out);
         let from_cli = success(bin().arg("canon").arg(corpus(module)));
         assert_eq!(
             from_plugin[4], from_cli[4],

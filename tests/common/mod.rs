@@ -1,6 +1,12 @@
-//! Helpers shared by the integration tests: test data paths and running the
-//! real `mlir-cache-key` binary.
+//! Helpers shared by the integration tests: test data paths, running the real
+//! `mlir-cache-key` binary and checking what it said; `site`: a directory with a counting
+//! compiler for `exec` tests.
 #![allow(dead_code)]
+
+mod site;
+
+#[allow(unused_imports)] // not every test uses every helper
+pub use site::{Site, compile};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -42,7 +48,7 @@ pub fn run_with_stdin(command: &mut Command, stdin: &[u8]) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn mlir-cache-key");
+        .unwrap_or_else(|e| panic!("spawn {command:?}: {e}"));
     child
         .stdin
         .take()
@@ -83,6 +89,74 @@ pub fn failure(command: &mut Command, code: i32) -> String {
     stderr
 }
 
+/// Asserts success and returns stderr.
+pub fn success_stderr(command: &mut Command) -> String {
+    let output = run(command);
+    assert!(
+        output.status.success(),
+        "{command:?} failed: {}\n{}",
+        output.status,
+        stderr(&output)
+    );
+    stderr(&output)
+}
+
+/// Runs `command INPUT -o OUTPUT`, asserting success; returns what it wrote to OUTPUT.
+pub fn written(command: &mut Command, input: &Path, output: &Path) -> Vec<u8> {
+    let status = command
+        .arg(input)
+        .arg("-o")
+        .arg(output)
+        .status()
+        .unwrap_or_else(|e| panic!("run {command:?}: {e}"));
+    assert!(status.success(), "{command:?}: {status}");
+    read(output)
+}
+
+/// The permission bits of `path`.
+pub fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("stat {}: {e}", path.display()));
+    meta.permissions().mode() & 0o777
+}
+
+/// stderr as text.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts that `text` contains every one of `needles`, showing `text` when not.
+pub fn assert_contains(text: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(text.contains(needle), "no {needle:?} in:\n{text}");
+    }
+}
+
+/// The strings of a JSON array.
+pub fn strings(array: &serde_json::Value) -> Vec<&str> {
+    let items = array.as_array().expect("a JSON array");
+    items
+        .iter()
+        .map(|v| v.as_str().expect("a string"))
+        .collect()
+}
+
+/// Writes `text` to `path` as an executable script.
+pub fn write_script(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
+}
+
+/// A temporary directory holding one file, `name`, with `contents`.
+pub fn scratch_file(name: &str, contents: impl AsRef<[u8]>) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(name);
+    std::fs::write(&path, contents).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    (dir, path)
+}
+
 /// Trimmed stdout as text.
 pub fn text(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes)
@@ -96,7 +170,6 @@ pub fn text(bytes: Vec<u8>) -> String {
 /// error on stderr when `$FAIL` is set, else copies its input `$1` to its
 /// output `$2` and appends `last_line`.
 pub fn write_compiler(path: &Path, last_line: &str) {
-    use std::os::unix::fs::PermissionsExt;
     let script = format!(
         "#!/bin/sh\n\
          echo run >> \"$RUNS\"\n\
@@ -104,9 +177,7 @@ pub fn write_compiler(path: &Path, last_line: &str) {
          if [ -n \"$FAIL\" ]; then echo \"error: cannot compile $1\" >&2; exit 3; fi\n\
          cat \"$1\" > \"$2\" && echo \"{last_line}\" >> \"$2\"\n"
     );
-    std::fs::write(path, script).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
-        .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
+    write_script(path, &script);
 }
 
 /// The tool's exit codes (sysexits), as README.md documents them.

@@ -7,6 +7,17 @@
 //! is missing unless `MCK_TEST_SKIP_REDIS=1` asks to skip (then it says so on stderr).
 #![allow(dead_code)]
 
+/// The target of `shared(…)` or `private(…)`; returns from the test when skipping was asked for
+/// (`#[macro_use]` on this module makes it visible to the test).
+macro_rules! redis_or_skip {
+    ($target:expr) => {
+        match $target {
+            Some(t) => t,
+            None => return,
+        }
+    };
+}
+
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -45,22 +56,11 @@ impl Target {
 
     /// Sets `key` to exactly `value` (binary-safe: `redis-cli -x` reads it from stdin).
     pub fn set_bytes(&self, key: &str, value: &[u8]) {
-        use std::io::Write;
-        let mut child = Command::new("redis-cli")
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-n"])
+        let mut set = Command::new("redis-cli");
+        set.args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-n"])
             .arg(self.db.to_string())
-            .args(["-x", "set", key])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("run redis-cli");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(value)
-            .expect("write to redis-cli");
-        let out = child.wait_with_output().expect("wait for redis-cli");
+            .args(["-x", "set", key]);
+        let out = crate::common::run_with_stdin(&mut set, value);
         assert!(
             out.status.success() && out.stdout.starts_with(b"OK"),
             "{out:?}"

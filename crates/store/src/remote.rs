@@ -11,10 +11,13 @@
 //!
 //! Files:
 //! - `url`: parsing `--remote=URL`; `error`: what can go wrong, by operation;
-//! - `auth`: the shared secret and the HMAC tag on every value;
-//! - `service`: the opendal operator (entries as objects) and its timeouts;
-//! - `lease`: the Redis compile lease (`SET NX PX`, renewed, released by token) and expiry refresh;
-//! - `breaker`: "remote down until T", in memory and in the cache directory.
+//! - `tier`: the [`Tier`] trait every service implements (get, put, lease, …) and the one
+//!   place a URL picks its implementation;
+//! - `service`: [`Tier`] over an opendal operator (entries as objects; S3, GCS) and its timeouts;
+//! - `redis`: the Redis [`Tier`]: entries through opendal, plus `lease`: the compile lease
+//!   (`SET NX PX`, renewed, released by token) and expiry refresh;
+//! - `auth`: the shared secret and the HMAC tag on every value; `breaker`: "remote down until
+//!   T", in memory and in the cache directory: both wrap any tier, here in [`Remote`].
 //!
 //! Keys (Redis) or object paths (buckets): `PREFIX/entries-v1/<digest>` for entries (the entry
 //! format version is in the name, so another format never overwrites this one's) and
@@ -24,7 +27,9 @@ mod auth;
 mod breaker;
 mod error;
 mod lease;
+mod redis;
 mod service;
+mod tier;
 mod url;
 
 use std::path::Path;
@@ -41,11 +46,10 @@ use super::key::Digest;
 pub use auth::{AuthError, MAX_SECRET_LEN, MIN_SECRET_LEN, Secret};
 pub use breaker::{Breaker, STATE_FILE, marked_down_until};
 pub use error::RemoteError;
-pub use lease::{Attempt, Lease};
+pub use tier::{Lease, LeaseAttempt, Tier};
 pub use url::{BucketTarget, DEFAULT_REDIS_PREFIX, RedisTarget, RemoteUrl, UrlError, redact};
 
-use lease::Coordinator;
-use service::Service;
+use tier::TierOptions;
 
 /// Default timeout of one remote operation.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -91,26 +95,16 @@ impl Default for RemoteSettings {
     }
 }
 
-/// What a lease request answered, including "this remote has no leases".
-#[derive(Debug)]
-pub enum LeaseAttempt {
-    Acquired(Box<Lease>),
-    /// Another host holds it (its token).
-    Held(String),
-    /// No lease on this service (buckets), or not ours to take (read-only) and nobody holds it.
-    Unsupported,
-}
-
-/// An open remote tier.
+/// An open remote tier: one [`Tier`] implementation inside what every service gets alike —
+/// the key layout, the HMAC seal (`auth`), the circuit breaker (`breaker`) and the read-only
+/// setting.
 #[derive(Debug)]
 pub struct Remote {
     shown: String,
     prefix: String,
     read_only: bool,
     secret: Option<Secret>,
-    expiry: Option<Duration>,
-    service: Service,
-    coordinator: Option<Coordinator>,
+    tier: Box<dyn Tier>,
     breaker: Arc<Breaker>,
     /// The server answered once in this process.
     reached: AtomicBool,
@@ -131,8 +125,6 @@ impl Remote {
             return Ok(None);
         };
         let shown = url.to_string();
-        let expiry = (expiry.as_secs() >= 1).then_some(expiry);
-        let service = Service::open(url, shown.clone(), settings.timeout, expiry)?;
         let breaker = Arc::new(Breaker::new(
             shown.clone(),
             state_path.to_owned(),
@@ -140,24 +132,22 @@ impl Remote {
             file_mode,
             clock,
         ));
-        let coordinator = match url {
-            RemoteUrl::Redis(r) => Some(Coordinator::new(
-                r,
-                shown.clone(),
-                settings.timeout,
-                settings.lease,
-                breaker.clone(),
-            )?),
-            _ => None,
-        };
+        let tier = tier::open(
+            url,
+            TierOptions {
+                shown: shown.clone(),
+                timeout: settings.timeout,
+                expiry: (expiry.as_secs() >= 1).then_some(expiry),
+                lease: settings.lease,
+                breaker: breaker.clone(),
+            },
+        )?;
         Ok(Some(Remote {
             prefix: url.prefix().trim_matches('/').to_owned(),
             shown,
             read_only: settings.read_only,
             secret: settings.secret.clone(),
-            expiry,
-            service,
-            coordinator,
+            tier,
             breaker,
             reached: AtomicBool::new(false),
         }))
@@ -179,7 +169,7 @@ impl Remote {
         let path = self.entry_path(digest);
         self.guarded(|| {
             self.reach()?;
-            self.service.read(&path)
+            self.tier.get(&path)
         })
     }
 
@@ -195,7 +185,7 @@ impl Remote {
         let bytes = auth::seal(self.secret.as_ref(), &path, parts);
         self.guarded(|| {
             self.reach()?;
-            self.service.write(&path, bytes)
+            self.tier.put(&path, bytes)
         })
     }
 
@@ -205,10 +195,11 @@ impl Remote {
         auth::unseal(self.secret.as_ref(), &self.entry_path(digest), value)
     }
 
-    /// After a hit: the entry lives another `expiry` (best effort; Redis, not read-only).
+    /// After a hit: the entry lives another expiry (best effort; not read-only; a no-op on
+    /// services that do not expire values themselves).
     pub fn refresh(&self, digest: &Digest) {
-        if let (false, Some(c), Some(expiry)) = (self.read_only, &self.coordinator, self.expiry)
-            && let Err(e) = self.guarded(|| c.refresh_expiry(&self.entry_path(digest), expiry))
+        if !self.read_only
+            && let Err(e) = self.guarded(|| self.tier.touch(&self.entry_path(digest)))
         {
             debug!("{e}");
         }
@@ -217,24 +208,19 @@ impl Remote {
     /// Asks for the compile lease of `digest`. A read-only client never takes one: it reports
     /// `Held` while another host holds it (so it can wait for the result), else `Unsupported`.
     pub fn try_lease(&self, digest: &Digest) -> Result<LeaseAttempt, RemoteError> {
-        let Some(c) = &self.coordinator else {
+        if !self.tier.leases() {
             return Ok(LeaseAttempt::Unsupported);
-        };
+        }
         let key = self.lease_path(digest);
         if self.read_only {
             return self.guarded(|| {
-                Ok(match c.holder(&key)? {
+                Ok(match self.tier.lease_holder(&key)? {
                     Some(h) => LeaseAttempt::Held(h),
                     None => LeaseAttempt::Unsupported,
                 })
             });
         }
-        self.guarded(|| {
-            Ok(match c.try_acquire(&key)? {
-                Attempt::Acquired(l) => LeaseAttempt::Acquired(l),
-                Attempt::Held(h) => LeaseAttempt::Held(h),
-            })
-        })
+        self.guarded(|| self.tier.lease(&key))
     }
 
     /// Warns (once per process) that the remote was not used.
@@ -270,13 +256,11 @@ impl Remote {
         }
     }
 
-    /// Before the first entry operation of a process, a quick PING (Redis): a server that is
-    /// down then costs a refused connection, not a timeout.
+    /// Before the first entry operation of a process, the tier's quick check (Redis: PING): a
+    /// server that is down then costs a refused connection, not a timeout.
     fn reach(&self) -> Result<(), RemoteError> {
-        if let Some(c) = &self.coordinator
-            && !self.reached.load(Ordering::Relaxed)
-        {
-            c.ping()?;
+        if !self.reached.load(Ordering::Relaxed) {
+            self.tier.reach()?;
             self.reached.store(true, Ordering::Relaxed);
         }
         Ok(())
@@ -295,5 +279,67 @@ impl Remote {
                 Err(e)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::clock::ManualClock;
+    use super::*;
+
+    /// A remote at `url` on a port nobody listens on (a refused connection, no timeout).
+    fn refused_at(dir: &Path, url: &str) -> Remote {
+        let settings = RemoteSettings {
+            url: Some(RemoteUrl::parse(url).unwrap()),
+            ..RemoteSettings::default()
+        };
+        let clock = Arc::new(ManualClock::new(1_000));
+        let state = dir.join(STATE_FILE);
+        Remote::open(&settings, DEFAULT_LEASE, &state, 0o600, clock)
+            .unwrap()
+            .expect("a remote")
+    }
+
+    fn refused(dir: &Path) -> Remote {
+        refused_at(dir, "redis://127.0.0.1:1/0/team")
+    }
+
+    #[test]
+    fn a_failing_tier_opens_the_breaker_and_later_calls_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let remote = refused(dir.path());
+        let digest = Digest::parse(&"ab".repeat(32)).unwrap();
+        assert_eq!(
+            remote.entry_path(&digest),
+            format!("team/entries-v1/{}", "ab".repeat(32))
+        );
+        let first = remote.get(&digest).unwrap_err();
+        assert!(!first.is_skip(), "{first}");
+        assert!(remote.down_until().is_some());
+        assert!(remote.try_lease(&digest).unwrap_err().is_skip());
+        assert!(remote.put(&digest, &[b"x"]).unwrap_err().is_skip());
+    }
+
+    #[test]
+    fn redis_is_the_tier_that_leases() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(refused(dir.path()).tier.leases());
+    }
+
+    /// A bucket has no lease: asking is no call, so even with the breaker open it is no skip
+    /// (a skip would be counted in `cache stats`).
+    #[cfg(feature = "remote-s3")]
+    #[test]
+    fn a_bucket_answers_unsupported_without_a_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = "s3://bucket/team?endpoint=http://127.0.0.1:1&region=us-east-1";
+        let remote = refused_at(dir.path(), url);
+        let digest = Digest::parse(&"cd".repeat(32)).unwrap();
+        assert!(!remote.get(&digest).unwrap_err().is_skip());
+        assert!(remote.down_until().is_some());
+        assert!(matches!(
+            remote.try_lease(&digest),
+            Ok(LeaseAttempt::Unsupported)
+        ));
     }
 }

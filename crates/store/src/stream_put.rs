@@ -78,7 +78,7 @@ impl Tiered {
     /// As [`Tiered::put`] from a file: streamed into the local tier; a remote tier, which
     /// takes whole values, gets the bytes read once more.
     pub fn put_file(&self, key: &CacheKey, src: &Path, ingredients: &Value) -> Result<PutOutcome> {
-        if self.remote().is_none() {
+        if self.remotes().is_empty() {
             return self.local().put_file(key, src, ingredients);
         }
         let bytes = std::fs::read(src).map_err(|e| StoreError::io("read", src, e))?;

@@ -1,15 +1,16 @@
 //! The tiered cache a compile wrapper uses: this host's [`Store`] first, then the shared remote
-//! tier (`remote/`), so every host reuses what any host compiled.
+//! tiers (`remote/`, fastest first; today at most one), so every host reuses what any host
+//! compiled. Every remote tier is a [`Remote`] whatever its service: nothing here asks which.
 //!
 //! - lookup: local; on a miss the remote; with a shared secret, a value whose HMAC tag does not
 //!   verify is a miss (`remote/auth.rs`); a remote entry is verified exactly as a local file is
 //!   (`entry.rs`: checksums, digest, key) and back-filled into the local store; a value that
 //!   fails either check is counted and never used;
-//! - claim before compiling: the local per-key `flock` (one compiler per host), then the remote
-//!   lease (one compiler per team); a host that finds the lease held waits for the result, up to
-//!   the same timeout, then compiles itself;
-//! - write: the result (or the failure record) goes to both; the remote gets the exact bytes of
-//!   the entry file.
+//! - claim before compiling: the local per-key `flock` (one compiler per host), then the lease
+//!   of the first remote tier that has leases (one compiler per team); a host that finds the
+//!   lease held waits for the result, up to the same timeout, then compiles itself;
+//! - write: the result (or the failure record) goes to the local store and every writable remote
+//!   tier; a remote gets the exact bytes of the entry file.
 //!
 //! A remote that is down, slow or returns garbage never fails a compile: each problem becomes a
 //! local fallback, a counter in `cache stats` and one warning per process (see `remote/`).
@@ -34,11 +35,12 @@ use super::stream::Streamed;
 const FIRST_PAUSE: Duration = Duration::from_millis(50);
 const MAX_PAUSE: Duration = Duration::from_secs(1);
 
-/// The local store with an optional remote tier behind it.
+/// The local store with the remote tiers behind it.
 #[derive(Debug)]
 pub struct Tiered {
     local: Store,
-    remote: Option<Remote>,
+    /// Fastest first.
+    remotes: Vec<Remote>,
 }
 
 /// What [`Tiered::claim`] found.
@@ -55,7 +57,7 @@ pub enum Claim {
 #[derive(Debug)]
 pub struct CompileClaim {
     local: CompileLock,
-    lease: Option<Box<Lease>>,
+    lease: Option<Box<dyn Lease>>,
 }
 
 impl CompileClaim {
@@ -94,27 +96,39 @@ impl Tiered {
                 None
             }
         };
-        Tiered { local, remote }
+        Tiered {
+            local,
+            remotes: remote.into_iter().collect(),
+        }
     }
 
     pub fn local(&self) -> &Store {
         &self.local
     }
 
-    pub fn remote(&self) -> Option<&Remote> {
-        self.remote.as_ref()
+    /// The remote tiers, fastest first.
+    pub fn remotes(&self) -> &[Remote] {
+        &self.remotes
     }
 
-    /// Looks `key` up locally, then remotely (verifying and back-filling a remote entry).
+    /// Looks `key` up locally, then in each remote tier (verifying and back-filling a remote
+    /// entry).
     pub fn get(&self, key: &CacheKey) -> Result<Lookup> {
         match self.local.get(key)? {
             Lookup::Miss => {}
             found => return Ok(found),
         }
-        match &self.remote {
-            Some(remote) => self.remote_lookup(remote, key, true),
-            None => Ok(Lookup::Miss),
+        self.remotes_lookup(key)
+    }
+
+    fn remotes_lookup(&self, key: &CacheKey) -> Result<Lookup> {
+        for remote in &self.remotes {
+            match self.remote_lookup(remote, key, true)? {
+                Lookup::Miss => {}
+                found => return Ok(found),
+            }
         }
+        Ok(Lookup::Miss)
     }
 
     /// As [`Tiered::get`], streaming a local hit to `dest` (a remote value is verified in
@@ -124,10 +138,7 @@ impl Tiered {
             Streamed::Miss => {}
             found => return Ok(found),
         }
-        let Some(remote) = &self.remote else {
-            return Ok(Streamed::Miss);
-        };
-        Ok(match self.remote_lookup(remote, key, true)? {
+        Ok(match self.remotes_lookup(key)? {
             Lookup::Hit(a) => {
                 super::atomic::write_file(dest, &a.bytes, file_mode)?;
                 Streamed::Written {
@@ -154,9 +165,25 @@ impl Tiered {
             }
         }
         let compile = |local, lease| Ok(Claim::Compile(CompileClaim { local, lease }));
-        let Some(remote) = &self.remote else {
-            return compile(local, None);
-        };
+        for remote in &self.remotes {
+            match self.claim_lease(remote, key, start, timeout)? {
+                LeaseClaim::Unsupported => {}
+                LeaseClaim::Found(found) => return Ok(Claim::Found(found)),
+                LeaseClaim::Compile(lease) => return compile(local, lease),
+            }
+        }
+        compile(local, None)
+    }
+
+    /// The lease part of [`Tiered::claim`] on one remote tier.
+    fn claim_lease(
+        &self,
+        remote: &Remote,
+        key: &CacheKey,
+        start: Instant,
+        timeout: Duration,
+    ) -> Result<LeaseClaim> {
+        let compile = |lease| Ok(LeaseClaim::Compile(lease));
         let deadline = saturating_deadline(start, timeout);
         let mut pause = FIRST_PAUSE;
         let mut announced = false;
@@ -164,14 +191,14 @@ impl Tiered {
             match remote.try_lease(key.digest()) {
                 Err(e) => {
                     self.remote_failed(remote, &e);
-                    return compile(local, None);
+                    return compile(None);
                 }
-                Ok(LeaseAttempt::Unsupported) => return compile(local, None),
+                Ok(LeaseAttempt::Unsupported) => return Ok(LeaseClaim::Unsupported),
                 Ok(LeaseAttempt::Acquired(lease)) => {
                     // Another host may have finished between our lookup and the lease.
                     return match self.remote_lookup(remote, key, false)? {
-                        Lookup::Miss => compile(local, Some(lease)),
-                        found => Ok(Claim::Found(found)),
+                        Lookup::Miss => compile(Some(lease)),
+                        found => Ok(LeaseClaim::Found(found)),
                     };
                 }
                 Ok(LeaseAttempt::Held(holder)) => {
@@ -186,14 +213,14 @@ impl Tiered {
                     }
                     match self.remote_lookup(remote, key, false)? {
                         Lookup::Miss => {}
-                        found => return Ok(Claim::Found(found)),
+                        found => return Ok(LeaseClaim::Found(found)),
                     }
                     if now >= deadline {
                         warn!(
                             "Gave up waiting for {holder} compiling {key} after {:?}; compiling here",
                             start.elapsed()
                         );
-                        return compile(local, None);
+                        return compile(None);
                     }
                     thread::sleep(pause.min(deadline - now));
                     pause = (pause * 2).min(MAX_PAUSE);
@@ -230,7 +257,7 @@ impl Tiered {
     ) -> Result<PutOutcome> {
         let stored = self.local.put_failure(key, failure, ingredients)?;
         if matches!(stored, PutOutcome::Stored { .. })
-            && self.remote.as_ref().is_some_and(|r| !r.read_only())
+            && self.remotes.iter().any(|r| !r.read_only())
         {
             match self.local.export_entry(key) {
                 Ok(Some(bytes)) => self.remote_put(key, &[&bytes]),
@@ -263,31 +290,22 @@ impl Tiered {
         let start = match remote.unseal(key.digest(), &bytes) {
             Ok(start) => start,
             Err(why) => {
-                if first_look {
-                    warn!(
-                        "the remote entry {} on {} is not authenticated ({why}); not using it",
-                        remote.entry_path(key.digest()),
-                        remote.shown()
-                    );
-                    self.local.count(Counter::RemoteUnauthenticated);
-                }
-                return Ok(Lookup::Miss);
+                let why = format!("is not authenticated ({why})");
+                return Ok(self.refuse(
+                    remote,
+                    key,
+                    first_look,
+                    &why,
+                    Counter::RemoteUnauthenticated,
+                ));
             }
         };
         let bytes = &bytes[start..];
         let (meta, range) = match entry::decode(bytes, key.digest()) {
             Ok(v) => v,
             Err(DecodeError::Corrupt(c)) => {
-                // Counted and reported once per process and key (rechecks see it again).
-                if first_look {
-                    warn!(
-                        "the remote entry {} on {} is corrupt ({c}); not using it",
-                        remote.entry_path(key.digest()),
-                        remote.shown()
-                    );
-                    self.local.count(Counter::RemoteCorrupt);
-                }
-                return Ok(Lookup::Miss);
+                let why = format!("is corrupt ({c})");
+                return Ok(self.refuse(remote, key, first_look, &why, Counter::RemoteCorrupt));
             }
             Err(DecodeError::UnsupportedVersion(v)) => {
                 info!(
@@ -360,16 +378,37 @@ impl Tiered {
         })
     }
 
+    /// A remote value that must not be used: a miss, counted and reported once per process and
+    /// key (rechecks while waiting see it again).
+    fn refuse(
+        &self,
+        remote: &Remote,
+        key: &CacheKey,
+        first_look: bool,
+        why: &str,
+        counter: Counter,
+    ) -> Lookup {
+        if first_look {
+            warn!(
+                "the remote entry {} on {} {why}; not using it",
+                remote.entry_path(key.digest()),
+                remote.shown()
+            );
+            self.local.count(counter);
+        }
+        Lookup::Miss
+    }
+
+    /// Writes an entry file to every writable remote tier.
     fn remote_put(&self, key: &CacheKey, parts: &[&[u8]]) {
-        let Some(remote) = self.remote.as_ref().filter(|r| !r.read_only()) else {
-            return;
-        };
-        match remote.put(key.digest(), parts) {
-            Ok(()) => {
-                debug!("Stored {key} on {}", remote.shown());
-                self.local.count(Counter::RemoteWrites);
+        for remote in self.remotes.iter().filter(|r| !r.read_only()) {
+            match remote.put(key.digest(), parts) {
+                Ok(()) => {
+                    debug!("Stored {key} on {}", remote.shown());
+                    self.local.count(Counter::RemoteWrites);
+                }
+                Err(e) => self.remote_failed(remote, &e),
             }
-            Err(e) => self.remote_failed(remote, &e),
         }
     }
 
@@ -387,6 +426,16 @@ impl Tiered {
         });
         remote.fallback(e);
     }
+}
+
+/// What the lease of one remote tier gave [`Tiered::claim`].
+enum LeaseClaim {
+    /// This tier has no leases (or none for a read-only client): ask the next.
+    Unsupported,
+    /// The result arrived while we waited.
+    Found(Lookup),
+    /// Compile, holding this lease if any.
+    Compile(Option<Box<dyn Lease>>),
 }
 
 /// `start + timeout`, or a century on when that overflows (`--lock-timeout` is a user's u64).

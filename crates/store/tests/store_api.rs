@@ -6,12 +6,13 @@ mod common;
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::sync::Arc;
 use std::time::Duration;
 
-use common::{T0, clock, days, files_under, key, open_at, payload};
+use common::{T0, clock, days, files_under, fresh, key, open_at, payload};
 use mck_store::{
-    CacheKey, Clear, EntryState, Failure, ListFilter, Lookup, PutOutcome, Settings, SortBy, Store,
-    StoreError, Streamed, format,
+    CacheKey, Clear, EntryState, Failure, ListFilter, Lookup, ManualClock, PutOutcome, Settings,
+    SortBy, Store, StoreError, Streamed, format,
 };
 use serde_json::json;
 
@@ -24,9 +25,7 @@ fn hit_bytes(store: &Store, k: &CacheKey) -> Option<Vec<u8>> {
 
 #[test]
 fn miss_then_put_then_hit() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let store = open_at(dir.path(), &c, |_| {});
+    let (dir, _c, store) = fresh();
     let k = key("jit_f", "a");
     assert_eq!(store.get(&k).unwrap(), Lookup::Miss);
     let ingredients = json!({"computation": "abc", "flags": ["--xla_b", "--xla_a"]});
@@ -62,9 +61,7 @@ fn miss_then_put_then_hit() {
 
 #[test]
 fn same_digest_other_name_is_a_miss() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let store = open_at(dir.path(), &c, |_| {});
+    let (_dir, _c, store) = fresh();
     let k = key("jit_f", "a");
     store.put(&k, b"x", &json!(null)).unwrap();
     let other = CacheKey::from_parts("jit_g", k.digest().clone()).unwrap();
@@ -74,9 +71,7 @@ fn same_digest_other_name_is_a_miss() {
 
 #[test]
 fn failure_is_remembered_and_replayed() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let store = open_at(dir.path(), &c, |_| {});
+    let (_dir, _c, store) = fresh();
     let k = key("jit_bad", "b");
     let failure = Failure {
         exit_status: Some(3),
@@ -124,9 +119,7 @@ fn retry_flag_reads_a_failure_as_a_miss_and_the_new_result_replaces_it() {
 
 /// Damages the stored entry with `damage`, then expects: miss, file quarantined, counted.
 fn corrupt_case(damage: impl FnOnce(&mut Vec<u8>)) {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let store = open_at(dir.path(), &c, |_| {});
+    let (dir, _c, store) = fresh();
     let k = key("jit_c", "corrupt");
     let PutOutcome::Stored { path, .. } =
         store.put(&k, &payload(1, 4096), &json!({"a": 1})).unwrap()
@@ -161,9 +154,7 @@ fn corrupt_case(damage: impl FnOnce(&mut Vec<u8>)) {
 fn a_streamed_artefact_is_verified_in_every_chunk() {
     let artefact = payload(7, (3 << 20) + 123);
     for flip in [Some(0), Some(1 << 20), Some(artefact.len() - 1), None] {
-        let dir = tempfile::tempdir().unwrap();
-        let c = clock();
-        let store = open_at(dir.path(), &c, |_| {});
+        let (dir, _c, store) = fresh();
         let k = key("jit_s", "streamed");
         let PutOutcome::Stored { path, .. } = store.put(&k, &artefact, &json!({})).unwrap() else {
             panic!()
@@ -238,9 +229,7 @@ fn garbage_metadata_with_a_matching_checksum_is_quarantined() {
 
 #[test]
 fn symlink_in_place_of_an_entry_is_not_followed() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let store = open_at(dir.path(), &c, |_| {});
+    let (dir, _c, store) = fresh();
     let k = key("jit_s", "s");
     let PutOutcome::Stored { path, .. } = store.put(&k, b"real", &json!({})).unwrap() else {
         panic!()
@@ -271,6 +260,19 @@ fn put_sized(store: &Store, i: u32) -> u64 {
     }
 }
 
+/// A store capped at `entries` entries of `put_sized`'s size (measured in a store of its own),
+/// with `ttl`; and that size.
+fn capped(entries: u64, ttl: Duration) -> (tempfile::TempDir, Arc<ManualClock>, Store, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let size = put_sized(&open_at(&dir.path().join("probe"), &c, |_| {}), 0);
+    let store = open_at(dir.path(), &c, |s| {
+        s.max_size = entries * size;
+        s.ttl = ttl;
+    });
+    (dir, c, store, size)
+}
+
 fn present(store: &Store) -> Vec<String> {
     let mut names: Vec<String> = store
         .list(&ListFilter::default())
@@ -284,16 +286,7 @@ fn present(store: &Store) -> Vec<String> {
 
 #[test]
 fn eviction_is_by_last_use_not_creation() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let size = {
-        let probe = open_at(&dir.path().join("probe"), &c, |_| {});
-        put_sized(&probe, 0)
-    };
-    let store = open_at(dir.path(), &c, |s| {
-        s.max_size = 3 * size;
-        s.ttl = Duration::from_secs(60);
-    });
+    let (dir, c, store, size) = capped(3, Duration::from_secs(60));
     for i in 1..=3 {
         put_sized(&store, i);
         c.advance(Duration::from_secs(3600));
@@ -340,16 +333,7 @@ fn eviction_is_by_last_use_not_creation() {
 
 #[test]
 fn ttl_protects_recent_entries_even_above_the_cap() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let size = {
-        let probe = open_at(&dir.path().join("probe"), &c, |_| {});
-        put_sized(&probe, 0)
-    };
-    let store = open_at(dir.path(), &c, |s| {
-        s.max_size = 2 * size;
-        s.ttl = days(1);
-    });
+    let (_dir, c, store, size) = capped(2, days(1));
     for i in 1..=5 {
         put_sized(&store, i);
         c.advance(Duration::from_secs(60));
@@ -374,7 +358,10 @@ fn ttl_protects_recent_entries_even_above_the_cap() {
     assert_eq!((s.entries, s.bytes, s.evictions), (2, 2 * size, 3));
 }
 
-fn listing(store: &Store) -> Vec<(String, EntryState, u64, i64, i64)> {
+/// Each entry: key, state, size, created and last used.
+type Listing = Vec<(String, EntryState, u64, i64, i64)>;
+
+fn listing(store: &Store) -> Listing {
     store
         .list(&ListFilter {
             sort: SortBy::Name,
@@ -414,15 +401,21 @@ fn populate_for_index_tests(store: &Store, c: &mck_store::ManualClock) {
     }
 }
 
+/// A populated store's directory (the store closed), its clock and its listing.
+fn populated_listing() -> (
+    tempfile::TempDir,
+    std::sync::Arc<mck_store::ManualClock>,
+    Listing,
+) {
+    let (dir, c, store) = fresh();
+    populate_for_index_tests(&store, &c);
+    let before = listing(&store);
+    (dir, c, before)
+}
+
 #[test]
 fn deleted_index_is_rebuilt_with_the_same_listing() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let before = {
-        let store = open_at(dir.path(), &c, |_| {});
-        populate_for_index_tests(&store, &c);
-        listing(&store)
-    };
+    let (dir, c, before) = populated_listing();
     for suffix in ["", "-wal", "-shm"] {
         let _ = fs::remove_file(dir.path().join(format!("v1/index.sqlite{suffix}")));
     }
@@ -438,13 +431,7 @@ fn deleted_index_is_rebuilt_with_the_same_listing() {
 
 #[test]
 fn deleted_index_with_a_stale_wal_is_rebuilt() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let before = {
-        let store = open_at(dir.path(), &c, |_| {});
-        populate_for_index_tests(&store, &c);
-        listing(&store)
-    };
+    let (dir, c, before) = populated_listing();
     let _ = fs::remove_file(dir.path().join("v1/index.sqlite"));
     fs::write(dir.path().join("v1/index.sqlite-wal"), payload(9, 50_000)).unwrap();
     let store = open_at(dir.path(), &c, |_| {});
@@ -453,13 +440,7 @@ fn deleted_index_with_a_stale_wal_is_rebuilt() {
 
 #[test]
 fn corrupt_index_is_set_aside_and_rebuilt() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let before = {
-        let store = open_at(dir.path(), &c, |_| {});
-        populate_for_index_tests(&store, &c);
-        listing(&store)
-    };
+    let (dir, c, before) = populated_listing();
     for suffix in ["-wal", "-shm"] {
         let _ = fs::remove_file(dir.path().join(format!("v1/index.sqlite{suffix}")));
     }
@@ -476,9 +457,7 @@ fn corrupt_index_is_set_aside_and_rebuilt() {
 
 #[test]
 fn verify_repairs_an_index_that_disagrees_with_the_directory() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let store = open_at(dir.path(), &c, |_| {});
+    let (dir, c, store) = fresh();
     populate_for_index_tests(&store, &c);
     // A row without a file.
     let gone = key("m1", "ix1");
@@ -683,9 +662,7 @@ fn cache_dir_owned_by_another_user_is_refused() {
 /// themselves, and the most recently used comes first.
 #[test]
 fn a_module_filter_matches_the_name_literally() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let store = open_at(dir.path(), &c, |_| {});
+    let (_dir, c, store) = fresh();
     for (i, name) in ["jit_[a]", "jit_a", "jit_x*", "jit_xy", "jit_?", "jit_x*"]
         .iter()
         .enumerate()
@@ -723,9 +700,7 @@ fn a_module_filter_matches_the_name_literally() {
 
 #[test]
 fn list_filters_sorts_and_limits() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let store = open_at(dir.path(), &c, |_| {});
+    let (_dir, c, store) = fresh();
     for (i, name) in ["jit_b", "jit_a", "pmap_c", "jit_c"].iter().enumerate() {
         store
             .put(&key(name, name), &payload(i as u64, 10), &json!({}))
@@ -781,9 +756,7 @@ fn list_filters_sorts_and_limits() {
 
 #[test]
 fn clear_all_and_by_predicate() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let store = open_at(dir.path(), &c, |_| {});
+    let (dir, _c, store) = fresh();
     for i in 0..6u32 {
         store
             .put(&key(&format!("n{i}"), &i.to_string()), b"x", &json!({}))
@@ -803,9 +776,7 @@ fn clear_all_and_by_predicate() {
 
 #[test]
 fn gc_sweeps_stale_temp_files_and_unheld_locks() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let store = open_at(dir.path(), &c, |_| {});
+    let (dir, c, store) = fresh();
     fs::write(dir.path().join("v1/tmp/.entry-dead"), b"partial").unwrap();
     let k = key("l", "l");
     let lock_path = store.layout().lock_path(k.digest());
@@ -914,9 +885,7 @@ fn an_entry_exported_from_one_cache_imports_into_another() {
 
 #[test]
 fn a_runaway_stderr_keeps_its_tail() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let store = open_at(dir.path(), &c, |_| {});
+    let (_dir, _c, store) = fresh();
     let k = key("jit_loud", "loud");
     let stderr = format!("{}\nerror: the real problem\n", "noise ".repeat(1_500_000));
     let f = Failure {

@@ -313,10 +313,7 @@ fn eight_processes_compile_a_key_exactly_once() {
 
 #[test]
 fn processes_opening_a_new_cache_at_once_all_succeed() {
-    let rounds: usize = std::env::var("STORE_OPEN_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(15);
+    let rounds: usize = env_or("STORE_OPEN_ROUNDS", 15);
     for round in 0..rounds {
         let dir = tempfile::tempdir().unwrap();
         let cache = dir.path().join("cache");
@@ -363,21 +360,36 @@ fn wait_for_line(child: &mut Child, want: &str) {
     }
 }
 
-#[test]
-fn a_holder_killed_with_sigkill_releases_the_lock() {
+/// `$NAME` parsed, or `default` when it is unset or does not parse.
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    let parsed = std::env::var(name).ok().and_then(|v| v.parse().ok());
+    parsed.unwrap_or(default)
+}
+
+/// In a fresh cache: a process holding the compile lock of key `name`/`seed`, and then one
+/// waiting for it up to `timeout_ms`.
+fn a_lock_holder_and_waiter(
+    name: &str,
+    seed: &str,
+    timeout_ms: &str,
+) -> (tempfile::TempDir, CacheKey, Child, Child) {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
-    let k = key("jit_kill", "kill");
+    let k = key(name, seed);
     let mut holder = spawn("hold-lock", &cache, &[("STORE_TEST_KEY", k.to_string())]);
     wait_for_line(&mut holder, "LOCKED");
+    let timeout = ("STORE_TEST_TIMEOUT_MS", timeout_ms.to_owned());
     let waiter = spawn(
         "wait-lock",
         &cache,
-        &[
-            ("STORE_TEST_KEY", k.to_string()),
-            ("STORE_TEST_TIMEOUT_MS", "30000".into()),
-        ],
+        &[("STORE_TEST_KEY", k.to_string()), timeout],
     );
+    (dir, k, holder, waiter)
+}
+
+#[test]
+fn a_holder_killed_with_sigkill_releases_the_lock() {
+    let (_dir, k, mut holder, waiter) = a_lock_holder_and_waiter("jit_kill", "kill", "30000");
     thread::sleep(Duration::from_millis(700));
     let killed_at = Instant::now();
     holder.kill().unwrap(); // SIGKILL
@@ -404,20 +416,8 @@ fn a_holder_killed_with_sigkill_releases_the_lock() {
 
 #[test]
 fn a_hung_holder_makes_waiters_time_out() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = dir.path().join("cache");
-    let k = key("jit_hung", "hung");
-    let mut holder = spawn("hold-lock", &cache, &[("STORE_TEST_KEY", k.to_string())]);
-    wait_for_line(&mut holder, "LOCKED");
     let t = Instant::now();
-    let waiter = spawn(
-        "wait-lock",
-        &cache,
-        &[
-            ("STORE_TEST_KEY", k.to_string()),
-            ("STORE_TEST_TIMEOUT_MS", "400".into()),
-        ],
-    );
+    let (_dir, _, mut holder, waiter) = a_lock_holder_and_waiter("jit_hung", "hung", "400");
     let (ok, lines, stderr) = finish(waiter);
     let _ = holder.kill();
     let _ = holder.wait();
@@ -522,10 +522,7 @@ fn crash_reader() -> Result<(), String> {
 
 #[test]
 fn writers_killed_at_random_instants_never_leave_a_wrong_entry() {
-    let iterations: u64 = std::env::var("STORE_KILL_ITERATIONS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
+    let iterations: u64 = env_or("STORE_KILL_ITERATIONS", 200);
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
     // A small cap and no TTL so eviction runs (and gets killed) all the time; fsync on, as in

@@ -190,38 +190,31 @@ mod tests {
     use super::super::super::clock::ManualClock;
     use super::*;
 
+    /// A breaker for `remote` with a 30 s `retry_after`, its mark at `path`.
+    fn breaker(remote: &str, path: &Path, clock: Arc<dyn Clock>) -> Breaker {
+        Breaker::new(
+            remote.into(),
+            path.to_owned(),
+            Duration::from_secs(30),
+            0o600,
+            clock,
+        )
+    }
+
     #[test]
     fn trips_skips_then_half_opens_and_a_new_process_sees_the_mark() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(STATE_FILE);
         let clock = Arc::new(ManualClock::new(1_000));
-        let b = Breaker::new(
-            "r".into(),
-            path.clone(),
-            Duration::from_secs(30),
-            0o600,
-            clock.clone(),
-        );
+        let b = breaker("r", &path, clock.clone());
         assert!(b.check().is_ok());
         b.trip("connection refused");
         assert!(b.check().unwrap_err().is_skip());
         // Another process sharing the directory skips at once.
-        let other = Breaker::new(
-            "r".into(),
-            path.clone(),
-            Duration::from_secs(30),
-            0o600,
-            clock.clone(),
-        );
+        let other = breaker("r", &path, clock.clone());
         assert!(other.check().is_err());
         // Another remote does not inherit the mark.
-        let foreign = Breaker::new(
-            "s".into(),
-            path.clone(),
-            Duration::from_secs(30),
-            0o600,
-            clock.clone(),
-        );
+        let foreign = breaker("s", &path, clock.clone());
         assert!(foreign.check().is_ok());
         clock.advance(Duration::from_secs(31));
         assert!(b.check().is_ok(), "half-open after retry_after");
@@ -235,13 +228,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(STATE_FILE);
         fs::write(&path, b"{not json").unwrap();
-        let b = Breaker::new(
-            "r".into(),
-            path,
-            Duration::from_secs(30),
-            0o600,
-            Arc::new(ManualClock::new(0)),
-        );
+        let b = breaker("r", &path, Arc::new(ManualClock::new(0)));
         assert!(b.check().is_ok());
     }
 }

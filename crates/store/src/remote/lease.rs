@@ -23,6 +23,7 @@ use tracing::{debug, warn};
 
 use super::breaker::Breaker;
 use super::error::RemoteError;
+use super::tier::{Lease, LeaseAttempt};
 use super::url::RedisTarget;
 
 /// Renews the expiry of KEYS[1] to ARGV[2] ms if it still holds ARGV[1].
@@ -42,22 +43,11 @@ pub struct Coordinator {
     breaker: Arc<Breaker>,
 }
 
+// Not derived: the client's connection info holds the password.
 impl std::fmt::Debug for Coordinator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Coordinator")
-            .field("remote", &self.remote)
-            .field("ttl", &self.ttl)
-            .finish_non_exhaustive()
+        write!(f, "Coordinator({}, lease {:?})", self.remote, self.ttl)
     }
-}
-
-/// The answer to a lease request.
-#[derive(Debug)]
-pub enum Attempt {
-    /// We hold the lease until the [`Lease`] drops.
-    Acquired(Box<Lease>),
-    /// Another compiler holds it: its token.
-    Held(String),
 }
 
 impl Coordinator {
@@ -98,8 +88,9 @@ impl Coordinator {
         })
     }
 
-    /// Tries to take the lease `key`.
-    pub fn try_acquire(&self, key: &str) -> Result<Attempt, RemoteError> {
+    /// Tries to take the lease `key`: `Acquired` (held until the lease drops) or `Held` by
+    /// another compiler (its token).
+    pub fn try_acquire(&self, key: &str) -> Result<LeaseAttempt, RemoteError> {
         let token = new_token();
         let ttl_ms = millis(self.ttl);
         let set: Option<String> = self.run("take a compile lease", |c| {
@@ -115,11 +106,11 @@ impl Coordinator {
             let holder: Option<String> = self.run("read a compile lease", |c| {
                 redis::cmd("GET").arg(key).query(c)
             })?;
-            return Ok(Attempt::Held(
+            return Ok(LeaseAttempt::Held(
                 holder.unwrap_or_else(|| "(a lease that just ended)".to_owned()),
             ));
         }
-        Ok(Attempt::Acquired(Box::new(Lease::start(
+        Ok(LeaseAttempt::Acquired(Box::new(RedisLease::start(
             Holder {
                 client: self.client.clone(),
                 remote: self.remote.clone(),
@@ -247,7 +238,7 @@ impl Holder {
 }
 
 /// A held lease; renewed in the background, released on drop.
-pub struct Lease {
+pub struct RedisLease {
     holder: Holder,
     /// The breaker's failure count when acquired.
     trips: u64,
@@ -255,17 +246,17 @@ pub struct Lease {
     stop: Option<mpsc::Sender<()>>,
 }
 
-impl std::fmt::Debug for Lease {
+impl std::fmt::Debug for RedisLease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lease")
+        f.debug_struct("RedisLease")
             .field("key", &self.holder.key)
             .field("token", &self.holder.token)
             .finish_non_exhaustive()
     }
 }
 
-impl Lease {
-    fn start(holder: Holder, ttl: Duration) -> Lease {
+impl RedisLease {
+    fn start(holder: Holder, ttl: Duration) -> RedisLease {
         let (stop, stopped) = mpsc::channel::<()>();
         let renewer = holder.clone();
         let spawned = std::thread::Builder::new()
@@ -277,20 +268,22 @@ impl Lease {
                 holder.key, holder.remote
             );
         }
-        Lease {
+        RedisLease {
             trips: holder.breaker.trips(),
             holder,
             ttl,
             stop: Some(stop),
         }
     }
+}
 
-    pub fn key(&self) -> &str {
+impl Lease for RedisLease {
+    fn key(&self) -> &str {
         &self.holder.key
     }
 }
 
-impl Drop for Lease {
+impl Drop for RedisLease {
     fn drop(&mut self) {
         // Stop the renewer without waiting for it: it may be stuck on a stalled server. A
         // renewal that lands after the release finds the token gone and does nothing.

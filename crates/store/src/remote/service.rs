@@ -1,8 +1,9 @@
-//! The remote's storage, through opendal (the storage layer sccache uses): one object per entry,
-//! holding the entry file's exact bytes (`entry.rs`, self-checksummed, so a reader verifies what
-//! it gets as it would a local file). opendal's API is async; a small current-thread tokio
-//! runtime drives it, and every call is bounded by a timeout so a slow or silent server costs at
-//! most that long.
+//! [`ObjectStore`]: a remote tier over opendal (the storage layer sccache uses), one object per
+//! entry holding the entry file's exact bytes (`entry.rs`, self-checksummed, so a reader verifies
+//! what it gets as it would a local file). It is the whole tier for buckets and the entry half
+//! of the Redis tier (`redis.rs`). opendal's API is async; a small current-thread tokio runtime
+//! drives it, and every call is bounded by a timeout so a slow or silent server costs at most
+//! that long.
 //!
 //! Redis is built in; S3-compatible stores and GCS are compiled only with the cargo features
 //! `remote-s3` / `remote-gcs`. Expiry: Redis sets it on every write (`SET … EX`); buckets rely on
@@ -14,6 +15,7 @@ use std::time::Duration;
 use opendal::{ErrorKind, Operator};
 
 use super::error::RemoteError;
+use super::tier::Tier;
 use super::url::RemoteUrl;
 
 /// Connections opendal may keep to Redis: one process runs one compile at a time.
@@ -22,23 +24,25 @@ const POOL_SIZE: usize = 4;
 const WRITE_BYTES_PER_SECOND: u64 = 64 << 20;
 
 /// Entries stored in an opendal service.
-pub struct Service {
+pub struct ObjectStore {
     runtime: tokio::runtime::Runtime,
     op: Operator,
     remote: String,
     timeout: Duration,
 }
 
-impl std::fmt::Debug for Service {
+// Not derived: opendal's and tokio's own Debug output says nothing a log reader needs.
+impl std::fmt::Debug for ObjectStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Service")
-            .field("remote", &self.remote)
-            .field("timeout", &self.timeout)
-            .finish_non_exhaustive()
+        write!(
+            f,
+            "ObjectStore({}, timeout {:?})",
+            self.remote, self.timeout
+        )
     }
 }
 
-impl Service {
+impl ObjectStore {
     /// Builds the operator for `url` (nothing is contacted yet). `expiry`: how long a written
     /// entry lives on a server that supports it.
     pub fn open(
@@ -46,7 +50,7 @@ impl Service {
         remote: String,
         timeout: Duration,
         expiry: Option<Duration>,
-    ) -> Result<Service, RemoteError> {
+    ) -> Result<ObjectStore, RemoteError> {
         let setup = |reason: String| RemoteError::Setup {
             remote: remote.clone(),
             reason,
@@ -56,34 +60,12 @@ impl Service {
             .build()
             .map_err(|e| setup(format!("cannot start the I/O runtime: {e}")))?;
         let op = build_operator(url, expiry).map_err(|e| setup(e.to_string()))?;
-        Ok(Service {
+        Ok(ObjectStore {
             runtime,
             op,
             remote,
             timeout,
         })
-    }
-
-    /// The bytes at `path`; `None` when absent.
-    pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>, RemoteError> {
-        let result = self.bounded("read an entry", self.timeout, self.op.read(path))?;
-        match result {
-            Ok(buffer) => Ok(Some(buffer.to_vec())),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(self.service_error("read an entry", source)),
-        }
-    }
-
-    /// Writes `bytes` at `path` (replacing what is there).
-    pub fn write(&self, path: &str, bytes: Vec<u8>) -> Result<(), RemoteError> {
-        let extra = Duration::from_secs(bytes.len() as u64 / WRITE_BYTES_PER_SECOND);
-        self.bounded(
-            "write an entry",
-            self.timeout.saturating_add(extra),
-            self.op.write(path, bytes),
-        )?
-        .map(|_| ())
-        .map_err(|source| self.service_error("write an entry", source))
     }
 
     /// Runs `fut` to completion or until `limit`.
@@ -111,7 +93,29 @@ impl Service {
     }
 }
 
-impl Drop for Service {
+impl Tier for ObjectStore {
+    fn get(&self, path: &str) -> Result<Option<Vec<u8>>, RemoteError> {
+        let result = self.bounded("read an entry", self.timeout, self.op.read(path))?;
+        match result {
+            Ok(buffer) => Ok(Some(buffer.to_vec())),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(self.service_error("read an entry", source)),
+        }
+    }
+
+    fn put(&self, path: &str, value: Vec<u8>) -> Result<(), RemoteError> {
+        let extra = Duration::from_secs(value.len() as u64 / WRITE_BYTES_PER_SECOND);
+        self.bounded(
+            "write an entry",
+            self.timeout.saturating_add(extra),
+            self.op.write(path, value),
+        )?
+        .map(|_| ())
+        .map_err(|source| self.service_error("write an entry", source))
+    }
+}
+
+impl Drop for ObjectStore {
     fn drop(&mut self) {
         // Never wait for a connection task stuck on a dead server.
         let runtime = std::mem::replace(

@@ -25,6 +25,14 @@ pub fn open_at(dir: &Path, clock: &Arc<ManualClock>, tweak: impl FnOnce(&mut Set
     Store::open_with_clock(&s, clock.clone()).expect("open store")
 }
 
+/// A store with default settings in a fresh temporary directory, on a manual clock.
+pub fn fresh() -> (tempfile::TempDir, Arc<ManualClock>, Store) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = clock();
+    let store = open_at(dir.path(), &c, |_| {});
+    (dir, c, store)
+}
+
 pub fn clock() -> Arc<ManualClock> {
     Arc::new(ManualClock::new(T0))
 }
