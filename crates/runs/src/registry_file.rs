@@ -232,24 +232,15 @@ fn move_aside(
     now: UnixMillis,
     why: &str,
 ) -> mck_store::Result<Option<PathBuf>> {
-    if let (Some(seen), Ok(current)) = (seen, fs::symlink_metadata(path))
-        && !fsutil::same_inode(seen, &current)
-    {
-        return Ok(None);
+    let moved = mck_store::move_into_quarantine(layout.quarantine_dir(), path, seen, now)?;
+    if let Some(dest) = &moved {
+        warn!(
+            "moved {} into quarantine ({why}): {}",
+            path.display(),
+            dest.display()
+        );
     }
-    let dest = mck_store::quarantine_destination(layout.quarantine_dir(), path, now);
-    match fs::rename(path, &dest) {
-        Ok(()) => {
-            warn!(
-                "moved {} into quarantine ({why}): {}",
-                path.display(),
-                dest.display()
-            );
-            Ok(Some(dest))
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(StoreError::io("move into quarantine", path, e)),
-    }
+    Ok(moved)
 }
 
 fn sidecars(path: &Path) -> [PathBuf; 2] {

@@ -64,7 +64,7 @@ pub use layout::{Layout, REGISTRY_FILE};
 pub use lock::{CompileGuard, CompileLock, acquire as lock_file};
 pub use manage::{Clear, ClearReport, EntrySummary, GcReport, STATS_SCHEMA, Stats};
 pub use pins::{Pins, PinsError};
-pub use quarantine::destination as quarantine_destination;
+pub use quarantine::move_into as move_into_quarantine;
 pub use rebuild::RebuildReport;
 pub use settings::{
     CONFIG_FILE, DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_TTL_DAYS, FLAGS_VAR, LogLevel,
