@@ -46,6 +46,13 @@ fn store_error(e: StoreError) -> PyErr {
     }
 }
 
+fn runs_error(e: mck_runs::RunsError) -> PyErr {
+    match e {
+        mck_runs::RunsError::Store(e) => store_error(e),
+        e => PyOSError::new_err(e.to_string()),
+    }
+}
+
 fn to_python(py: Python<'_>, value: &impl serde::Serialize) -> PyResult<Py<PyAny>> {
     let text = serde_json::to_string(value).map_err(value_error)?;
     Ok(py.import("json")?.call_method1("loads", (text,))?.unbind())
@@ -262,7 +269,10 @@ impl Cache {
         }
         let settings = Settings::from_env_and(&overrides).map_err(value_error)?.store;
         let lock_timeout = Duration::try_from_secs_f64(lock_timeout).map_err(value_error)?;
-        let tiered = py.detach(|| Tiered::open(&settings)).map_err(store_error)?;
+        // Opened with the run records' pins: a put may evict, and must spare what they reference.
+        let tiered = py
+            .detach(|| mck_runs::open_tiered(&settings))
+            .map_err(runs_error)?;
         Ok(Cache {
             tiered,
             settings,

@@ -6,10 +6,8 @@ use super::cache_args::state;
 use super::error::CliError;
 use super::output::Reported;
 use super::output::{pad, utc};
-use crate::store::{
-    Address, AddressEntry, AddressPattern, Clear, Digest, EntrySummary, Registry, RunningEntry,
-    Store,
-};
+use crate::runs::{Address, AddressPattern, Registry, RunState, RunningEntry};
+use crate::store::{Clear, Digest, EntrySummary, Store};
 use anyhow::anyhow;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -34,7 +32,7 @@ pub fn select(
     pattern: Option<&str>,
     select: &Select,
 ) -> Result<Vec<AddressView>, CliError> {
-    let registry = store.registry()?;
+    let registry = Registry::open(store)?;
     let pattern = pattern
         .map(AddressPattern::parse)
         .transpose()
@@ -46,7 +44,7 @@ pub fn select(
                 .run(run)?
                 .ok_or_else(|| CliError::usage(anyhow!("no run {run} in this cache")))?
                 .into_iter()
-                .filter(|line| line.state == "conflict")
+                .filter(|line| line.state == RunState::Conflict)
                 .map(|line| (line.address, line.key))
                 .collect(),
         ),
@@ -57,53 +55,62 @@ pub fn select(
         .into_iter()
         .map(|r| (r.address.clone(), r))
         .collect();
-    let mut entries = registry.addresses()?;
-    // An address compiled for the first time has no entry yet: list it as running too.
-    for (address, r) in &running {
-        if !entries.iter().any(|e| e.address == *address) {
-            entries.push(AddressEntry {
-                address: address.clone(),
-                local_name: Address::parse(address)
-                    .map(|a| a.local_name().to_string())
-                    .unwrap_or_default(),
-                key: r.key.clone(),
-                digest: String::new(),
-                state: "running".into(),
-                run: r.run.clone(),
-                updated_ms: r.started_ms,
-                record: serde_json::Value::Null,
-            });
-        }
-    }
-    entries.sort_by(|a, b| a.address.cmp(&b.address));
-    let mut out = Vec::new();
-    for mut entry in entries {
-        if let Some(r) = running.get(&entry.address) {
-            entry.state = "running".into();
-            entry.run = r.run.clone();
-        }
-        // An address this version would refuse (an older one stored it) is still listed and
-        // cleared by selections without a pattern.
-        let address = Address::parse(&entry.address).ok();
-        let keep = pattern
-            .as_ref()
-            .is_none_or(|p| address.as_ref().is_some_and(|a| p.matches(a)))
-            && select.step.as_ref().is_none_or(|s| *s == entry.local_name)
-            && wanted_state.as_ref().is_none_or(|s| *s == entry.state)
-            && conflicts
-                .as_ref()
-                .is_none_or(|c| c.contains_key(&entry.address));
-        if keep {
-            out.push(AddressView {
-                conflicting_key: conflicts
-                    .as_ref()
-                    .and_then(|c| c.get(&entry.address).cloned()),
-                address: entry.address,
-                state: entry.state,
+    // (view, step) of each address; a compile in progress shows as `running`.
+    let mut listed: Vec<(AddressView, String)> = registry
+        .addresses()?
+        .into_iter()
+        .map(|entry| {
+            let view = AddressView {
+                state: entry.state.as_str().to_string(),
                 key: entry.key,
                 run: entry.run,
                 updated: utc(entry.updated_ms),
-            });
+                address: entry.address,
+                conflicting_key: None,
+            };
+            (view, entry.local_name)
+        })
+        .collect();
+    // An address compiled for the first time has no entry yet: list it as running too.
+    for (address, r) in &running {
+        if !listed.iter().any(|(v, _)| v.address == *address) {
+            let local_name = Address::parse(address)
+                .map(|a| a.local_name().to_string())
+                .unwrap_or_default();
+            let view = AddressView {
+                address: address.clone(),
+                state: String::new(),
+                key: r.key.clone(),
+                run: String::new(),
+                updated: utc(r.started_ms),
+                conflicting_key: None,
+            };
+            listed.push((view, local_name));
+        }
+    }
+    listed.sort_by(|a, b| a.0.address.cmp(&b.0.address));
+    let mut out = Vec::new();
+    for (mut view, local_name) in listed {
+        if let Some(r) = running.get(&view.address) {
+            view.state = "running".into();
+            view.run = r.run.clone();
+        }
+        // An address this version would refuse (an older one stored it) is still listed and
+        // cleared by selections without a pattern.
+        let address = Address::parse(&view.address).ok();
+        let keep = pattern
+            .as_ref()
+            .is_none_or(|p| address.as_ref().is_some_and(|a| p.matches(a)))
+            && select.step.as_ref().is_none_or(|s| *s == local_name)
+            && wanted_state.as_ref().is_none_or(|s| *s == view.state)
+            && conflicts
+                .as_ref()
+                .is_none_or(|c| c.contains_key(&view.address));
+        if keep {
+            view.conflicting_key = conflicts
+                .as_ref()
+                .and_then(|c| c.get(&view.address).cloned());
+            out.push(view);
         }
     }
     Ok(out)
@@ -192,7 +199,7 @@ pub fn clear(
     name: Option<&str>,
     selectors: &Select,
 ) -> Result<Reported, CliError> {
-    let registry = store.registry()?;
+    let registry = Registry::open(store)?;
     // Filters narrow: `--all --step NAME` is every address of that step, not every address.
     let filtered =
         selectors.step.is_some() || selectors.state.is_some() || selectors.conflicts_in.is_some();
@@ -255,12 +262,12 @@ pub fn clear(
 }
 
 pub fn adopt(store: &Store, run: &str) -> Result<Reported, CliError> {
-    let registry = store.registry()?;
+    let registry = Registry::open(store)?;
     let lines = registry
         .run(run)?
         .ok_or_else(|| CliError::usage(anyhow!("no run {run} in this cache")))?;
     let (mut adopted, mut missing) = (0, Vec::new());
-    for line in lines.iter().filter(|l| l.state != "conflict") {
+    for line in lines.iter().filter(|l| l.state != RunState::Conflict) {
         let address = Address::parse(&line.address).map_err(CliError::other)?;
         let digest = Digest::parse(&line.digest)?;
         match store.read_metadata(&digest)? {

@@ -14,7 +14,7 @@ use anyhow::{Context as _, anyhow};
 use std::process::ExitCode;
 
 fn open(cache: &CacheOptions) -> Result<Store, CliError> {
-    Ok(Store::open(&cache.settings()?)?)
+    Ok(crate::runs::open_store(&cache.settings()?)?)
 }
 
 pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError> {

@@ -3,8 +3,8 @@
 
 use super::error::CliError;
 use super::output::utc;
-use crate::store::address::{common_pattern, shape_of};
-use crate::store::{Address, Registry, RunEntry};
+use crate::runs::address::{common_pattern, shape_of};
+use crate::runs::{Address, Registry, RunEntry, RunState};
 use anyhow::anyhow;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -39,9 +39,9 @@ pub fn status(registry: &Registry, run: &str, cache_args: &str) -> Result<RunSta
     for line in &lines {
         last.insert(&line.address, line);
     }
-    let count = |state: &str| last.values().filter(|l| l.state == state).count();
+    let count = |state: RunState| last.values().filter(|l| l.state == state).count();
     let mut shapes: BTreeMap<String, Vec<Address>> = BTreeMap::new();
-    for line in last.values().filter(|l| l.state == "conflict") {
+    for line in last.values().filter(|l| l.state == RunState::Conflict) {
         if let Ok(address) = Address::parse(&line.address) {
             shapes.entry(shape_of(&address)).or_default().push(address);
         }
@@ -77,8 +77,8 @@ pub fn status(registry: &Registry, run: &str, cache_args: &str) -> Result<RunSta
         schema: 1,
         run: run.to_string(),
         sealed: registry.sealed_at(run)?.map(utc),
-        ok: count("ok"),
-        failed: count("failed"),
+        ok: count(RunState::Ok),
+        failed: count(RunState::Failed),
         conflicts,
     })
 }

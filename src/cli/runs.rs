@@ -6,7 +6,8 @@ use super::output;
 use super::output::{Reported, json_text, pad, utc};
 use super::progress::Progress;
 use super::settings::CacheOptions;
-use crate::store::{Store, StoreError};
+use crate::runs::{Registry, RunsError, archive};
+use crate::store::Store;
 use anyhow::anyhow;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -85,8 +86,8 @@ pub enum Command {
 }
 
 pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError> {
-    let store = Store::open(&cache.settings()?)?;
-    let registry = store.registry()?;
+    let store = crate::runs::open_store(&cache.settings()?)?;
+    let registry = Registry::open(&store)?;
     let text = match command {
         Command::List { json } => {
             let runs = registry.runs()?;
@@ -205,14 +206,14 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
 }
 
 fn no_run(run: &str) -> CliError {
-    let run = crate::store::address::shorten(run);
+    let run = crate::runs::address::shorten(run);
     CliError::usage(anyhow!(
         "no run {run} in this cache (see `mlir-cache-key runs list`)"
     ))
 }
 
 fn export(store: &Store, run: &str, file: &Path) -> Result<Reported, CliError> {
-    let report = store.export_run(run, file)?.ok_or_else(|| no_run(run))?;
+    let report = archive::export_run(store, run, file)?.ok_or_else(|| no_run(run))?;
     Ok(Reported {
         text: format!(
             "exported run {run}: {} lines, {} artefacts, to {}\n",
@@ -230,8 +231,8 @@ fn export(store: &Store, run: &str, file: &Path) -> Result<Reported, CliError> {
 }
 
 fn import(store: &Store, file: &Path, adopt_cache: bool) -> Result<Reported, CliError> {
-    let report = store.import_run(file).map_err(|e| match e {
-        StoreError::Archive { .. } => CliError::input(e),
+    let report = archive::import_run(store, file).map_err(|e| match e {
+        RunsError::Archive { .. } => CliError::input(e),
         e => e.into(),
     })?;
     let mut out = format!(

@@ -5,6 +5,7 @@ use super::error::CliError;
 use super::key::explain_lines;
 use super::output::utc;
 use crate::key::KeyRecord;
+use crate::runs::Registry;
 use crate::store::{CacheKey, Digest, EntryMeta, EntryState, Store};
 use anyhow::anyhow;
 use std::fmt::Write as _;
@@ -19,7 +20,7 @@ pub fn find(store: &Store, what: &str) -> Result<Option<EntryMeta>, CliError> {
     } else if let Ok(d) = Digest::parse(what) {
         Some(d)
     } else {
-        match store.registry()?.address(what)? {
+        match Registry::open(store)?.address(what)? {
             Some(entry) => Some(Digest::parse(&entry.digest)?),
             None => None,
         }

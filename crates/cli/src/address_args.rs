@@ -2,8 +2,8 @@
 
 use crate::error::CliError;
 use anyhow::anyhow;
-use mck_store::Address;
-use mck_store::address::MappedValue;
+use mck_runs::Address;
+use mck_runs::address::MappedValue;
 
 /// Environment variable naming the run all processes of a job belong to.
 pub const RUN_VAR: &str = "MLIR_CACHE_KEY_RUN";
@@ -86,8 +86,8 @@ impl AddressArgs {
             (None, Ok(id)) if !id.is_empty() => id,
             _ => fresh_run_id(),
         };
-        mck_store::address::check_run_id(&id).map_err(|reason| {
-            let id = mck_store::address::shorten(&id);
+        mck_runs::address::check_run_id(&id).map_err(|reason| {
+            let id = mck_runs::address::shorten(&id);
             CliError::usage(anyhow!("run id {id:?}: {reason}"))
         })?;
         Ok(id)

@@ -139,12 +139,7 @@ impl CliError {
 impl From<mck_store::StoreError> for CliError {
     fn from(e: mck_store::StoreError) -> Self {
         Self {
-            // A refusal (a sealed run, an immutable record) is the request's fault, not the
-            // cache's.
-            kind: match e {
-                mck_store::StoreError::Refused(_) => Failure::Usage,
-                _ => Failure::Cache,
-            },
+            kind: Failure::Cache,
             error: e.into(),
         }
     }
@@ -167,14 +162,32 @@ impl From<mck_settings::ConfigError> for CliError {
     }
 }
 
+impl From<mck_runs::RunsError> for CliError {
+    fn from(e: mck_runs::RunsError) -> Self {
+        use mck_runs::RunsError;
+        // A refusal (a sealed run, an immutable record) is the request's fault, not the
+        // cache's.
+        let kind = match &e {
+            _ if e.is_refusal() => Failure::Usage,
+            RunsError::Archive { .. } => Failure::Input,
+            _ => Failure::Cache,
+        };
+        CliError {
+            kind,
+            error: e.into(),
+        }
+    }
+}
+
 impl From<mck_exec::ExecError> for CliError {
     fn from(e: mck_exec::ExecError) -> Self {
         use mck_exec::ExecError;
         let kind = match &e {
             ExecError::Input(_) => Failure::Input,
             ExecError::Missing(_) => Failure::NoInput,
-            ExecError::Cache(mck_store::StoreError::Refused(_)) => Failure::Usage,
             ExecError::Cache(_) => Failure::Cache,
+            ExecError::Runs(e) if e.is_refusal() => Failure::Usage,
+            ExecError::Runs(_) => Failure::Cache,
             ExecError::RunConflict(_) => Failure::Conflict,
             ExecError::Other(_) => Failure::Other,
         };

@@ -115,7 +115,7 @@ impl<'a> Exec<'a> {
             ignore_args: args.ignore_args.clone(),
             compiler_check: args.compiler_check.clone(),
         };
-        let Some(store) = Tiered::open(&settings.store)? else {
+        let Some(store) = mck_runs::open_tiered(&settings.store)? else {
             tracing::info!("caching is off (--no_cache): running the compiler");
             return Ok(Opened::Uncached(exit_code(mck_exec::run_uncached(
                 &request,

@@ -106,7 +106,7 @@ pub fn prepare(
         Err(why) => return Ok(uncached(command, &why)),
     };
     let settings = cache.resolved()?.settings;
-    let Some(store) = Tiered::open(&settings.store)? else {
+    let Some(store) = mck_runs::open_tiered(&settings.store)? else {
         return Ok(uncached(command, "caching is off (--no_cache)"));
     };
     let request = ExecRequest {

@@ -1,5 +1,6 @@
 //! Exec errors, by whose fault: the input, the cache, a conflict at an address, or other.
 
+use mck_runs::RunsError;
 use mck_store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -13,6 +14,9 @@ pub enum ExecError {
     /// The cache could not be opened or used.
     #[error(transparent)]
     Cache(#[from] StoreError),
+    /// The registry of addresses and runs could not be used, or refused the record.
+    #[error(transparent)]
+    Runs(#[from] RunsError),
     /// One run reached one address with two fingerprints.
     #[error("{0}")]
     RunConflict(String),

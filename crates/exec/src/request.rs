@@ -1,7 +1,7 @@
 //! What one compilation through the cache is.
 
 use crate::compiler_check::CompilerCheck;
-use mck_store::Address;
+use mck_runs::Address;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -4,7 +4,8 @@
 use crate::error::ExecError;
 use crate::request::AtAddress;
 use mck_key::KeyRecord;
-use mck_store::{AddressClaim, AddressEntry, CacheKey, Registry, RunEntry, RunningEntry, Store};
+use mck_runs::{AddressClaim, AddressEntry, Registry, RunEntry, RunState, RunningEntry};
+use mck_store::{CacheKey, EntryState, Store};
 use serde_json::Value;
 use std::fmt;
 
@@ -78,7 +79,7 @@ impl Site {
         record: &KeyRecord,
     ) -> Result<Result<Site, ConflictReport>, ExecError> {
         let site = Site {
-            registry: store.registry()?,
+            registry: Registry::open(store)?,
             at,
             record: record.clone(),
         };
@@ -92,13 +93,13 @@ impl Site {
         match claim {
             AddressClaim::RunConflict { earlier_key } => Err(site.run_conflict(&earlier_key, key)),
             AddressClaim::Conflict(existing) if !site.at.overwrite_conflicts => {
-                let mut entry = site.line(key, "conflict");
+                let mut entry = site.line(key, RunState::Conflict);
                 entry.conflict_with = Some(existing.key.clone());
                 site.registry.record_conflict(&site.at.run, &entry)?;
                 Ok(Err(site.conflict(&existing, key)))
             }
             AddressClaim::Running(holder) => {
-                let mut entry = site.line(key, "conflict");
+                let mut entry = site.line(key, RunState::Conflict);
                 entry.conflict_with = Some(holder.key.clone());
                 site.registry.record_conflict(&site.at.run, &entry)?;
                 Ok(Err(site.running_conflict(&holder, key)))
@@ -107,12 +108,12 @@ impl Site {
         }
     }
 
-    fn line(&self, key: &CacheKey, state: &str) -> RunEntry {
+    fn line(&self, key: &CacheKey, state: RunState) -> RunEntry {
         RunEntry {
             address: self.at.address.to_string(),
             key: key.to_string(),
             digest: key.digest().to_string(),
-            state: state.to_string(),
+            state,
             time_ms: now_ms(),
             conflict_with: None,
         }
@@ -123,9 +124,9 @@ impl Site {
         &mut self,
         key: &CacheKey,
         ingredients: &Value,
-        state: &str,
+        state: EntryState,
     ) -> Result<Option<ConflictReport>, ExecError> {
-        let entry = self.line(key, state);
+        let entry = self.line(key, state.into());
         match self.registry.commit(
             &self.at.address,
             &entry,

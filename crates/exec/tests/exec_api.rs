@@ -3,7 +3,8 @@
 
 use mck_exec::{AtAddress, ExecRequest, Finished, exec_key, run};
 use mck_key::Computation;
-use mck_store::{Address, Compiled, Served, Settings, Tiered};
+use mck_runs::Address;
+use mck_store::{Compiled, Served, Settings, Tiered};
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -32,7 +33,9 @@ impl Setup {
             cache_dir: dir.path().join("cache"),
             ..Settings::default()
         };
-        let store = Tiered::open(&settings).unwrap().expect("caching is on");
+        let store = mck_runs::open_tiered(&settings)
+            .unwrap()
+            .expect("caching is on");
         Setup { dir, store }
     }
 

@@ -22,12 +22,14 @@ use super::clock::{Clock, SystemClock, UnixMillis, ms_to_system_time};
 use super::entry::{self, EntryMeta, EntryState, Failure};
 use super::error::{Result, StoreError};
 use super::fsutil;
-use super::index::{Counter, Index, Row, is_corruption, retry_busy};
+use super::index::{Counter, Index, Row};
 use super::key::CacheKey;
 use super::layout::Layout;
 use super::lock::{self, CompileLock};
+use super::pins::Pins;
 use super::read::{EntryRead, ValidEntry};
 use super::settings::Settings;
+use super::sqlite::{is_corruption, retry_busy};
 
 /// A cached artefact, verified.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,10 +71,12 @@ pub enum PutOutcome {
 
 /// A persistent cache directory.
 pub struct Store {
-    pub(super) settings: Settings,
-    pub(super) layout: Layout,
-    pub(super) clock: Arc<dyn Clock>,
-    pub(super) index: Mutex<Index>,
+    settings: Settings,
+    layout: Layout,
+    clock: Arc<dyn Clock>,
+    index: Mutex<Index>,
+    /// Who tells eviction which entries are referenced elsewhere (run records).
+    pins: Option<Arc<dyn Pins>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -105,29 +109,32 @@ impl Store {
         layout.ensure(settings.dir_mode)?;
         // What killed writers left (by the real clock: temporary files carry real mtimes).
         atomic::sweep_stale(layout.tmp_dir(), "", std::time::SystemTime::now());
-        // The registry exists before the index, which attaches it to spare pinned artefacts.
-        // A registry that cannot be used blocks addressed work only (eviction then waits).
-        if let Err(e) =
-            super::registry::Registry::open(&layout, settings.dir_mode & 0o666, clock.now_ms())
-        {
-            warn!("{e}; addresses and run records are unavailable, unaddressed work goes on");
-        }
         let index = super::rebuild::open_index(&layout, settings, clock.as_ref(), false)?;
         Ok(Store {
             settings: settings.clone(),
             layout,
             clock,
             index: Mutex::new(index),
+            pins: None,
         })
+    }
+
+    /// Eviction asks `pins` which entries must stay (see `evict.rs`).
+    pub fn with_pins(mut self, pins: Arc<dyn Pins>) -> Store {
+        self.pins = Some(pins);
+        self
+    }
+
+    pub(super) fn pins(&self) -> Option<&dyn Pins> {
+        self.pins.as_deref()
+    }
+
+    pub(super) fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
     pub fn settings(&self) -> &Settings {
         &self.settings
-    }
-
-    /// The registry of addresses and run records of this cache.
-    pub fn registry(&self) -> Result<super::registry::Registry> {
-        super::registry::Registry::open(&self.layout, self.file_mode(), self.now())
     }
 
     pub fn layout(&self) -> &Layout {
@@ -139,7 +146,8 @@ impl Store {
         self.clock.now_ms()
     }
 
-    pub(super) fn file_mode(&self) -> u32 {
+    /// The mode of every file the cache creates (its directories' mode without the `x` bits).
+    pub fn file_mode(&self) -> u32 {
         self.settings.dir_mode & 0o666
     }
 
@@ -329,10 +337,7 @@ impl Store {
     ) -> Result<PutOutcome> {
         let now = self.now();
         let meta = EntryMeta::new(key, state, failure, payload, now, ingredients.clone());
-        let prefix = entry::encode_prefix(&meta).map_err(|reason| StoreError::Encode {
-            key: key.to_string(),
-            reason,
-        })?;
+        let prefix = entry::encode_prefix(&meta)?;
         self.publish_parts(key, &meta, payload.len() as u64, &[&prefix, payload])
     }
 

@@ -11,7 +11,7 @@ use serde_json::Value;
 use tracing::{info, warn};
 
 use super::cache::{Artefact, CachedFailure, Lookup, PutOutcome};
-use super::entry::Failure;
+use super::entry::{EntryState, Failure};
 use super::error::StoreError;
 use super::key::CacheKey;
 use super::tiered::{Claim, Tiered};
@@ -44,12 +44,14 @@ pub enum Served {
 impl Served {
     /// The state a run record gives this result: `ok`, `failed`, or `None` when nothing usable
     /// was produced.
-    pub fn state(&self) -> Option<&'static str> {
+    pub fn state(&self) -> Option<EntryState> {
         match self {
             Served::Cached(_) | Served::Written { .. } | Served::Fresh(Compiled::Success(_)) => {
-                Some("ok")
+                Some(EntryState::Ok)
             }
-            Served::CachedFailure(_) | Served::Fresh(Compiled::Failed(_)) => Some("failed"),
+            Served::CachedFailure(_) | Served::Fresh(Compiled::Failed(_)) => {
+                Some(EntryState::Failed)
+            }
             Served::Fresh(Compiled::Abandoned(_)) => None,
         }
     }

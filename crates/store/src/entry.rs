@@ -22,6 +22,7 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use super::clock::UnixMillis;
+use super::error::StoreError;
 use super::key::{CacheKey, Digest};
 
 pub const MAGIC: &[u8; 4] = b"MCKE";
@@ -50,6 +51,28 @@ impl EntryState {
             "failed" => Some(EntryState::Failed),
             _ => None,
         }
+    }
+}
+
+/// A state name that is neither `ok` nor `failed`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown entry state {0:?}")]
+pub struct UnknownEntryState(pub String);
+
+impl std::str::FromStr for EntryState {
+    type Err = UnknownEntryState;
+    fn from_str(s: &str) -> Result<Self, UnknownEntryState> {
+        EntryState::parse(s).ok_or_else(|| UnknownEntryState(s.to_owned()))
+    }
+}
+
+/// As stored in the index and the registry: by name.
+impl rusqlite::types::FromSql for EntryState {
+    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        value
+            .as_str()?
+            .parse()
+            .map_err(|e: UnknownEntryState| rusqlite::types::FromSqlError::Other(e.into()))
     }
 }
 
@@ -168,14 +191,18 @@ impl Header {
 }
 
 /// Encodes header and metadata (the payload is written after them by the caller, so a large
-/// artefact is never copied).
-pub fn encode_prefix(meta: &EntryMeta) -> Result<Vec<u8>, String> {
-    let json = serde_json::to_vec(meta).map_err(|e| e.to_string())?;
+/// artefact is never copied). The error names the entry's key.
+pub fn encode_prefix(meta: &EntryMeta) -> Result<Vec<u8>, StoreError> {
+    let refuse = |reason: String| StoreError::Encode {
+        key: meta.key.clone(),
+        reason,
+    };
+    let json = serde_json::to_vec(meta).map_err(|e| refuse(e.to_string()))?;
     if json.len() > MAX_METADATA_LEN {
-        return Err(format!(
+        return Err(refuse(format!(
             "metadata is {} bytes, more than the {MAX_METADATA_LEN}-byte limit",
             json.len()
-        ));
+        )));
     }
     let mut out = Vec::with_capacity(HEADER_LEN + json.len());
     out.extend_from_slice(MAGIC);
@@ -280,6 +307,15 @@ pub fn decode(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entry_states_parse_by_name_and_unknown_ones_are_named() {
+        for state in [EntryState::Ok, EntryState::Failed] {
+            assert_eq!(state.as_str().parse::<EntryState>(), Ok(state));
+        }
+        let err = "running".parse::<EntryState>().unwrap_err();
+        assert_eq!(err.to_string(), "unknown entry state \"running\"");
+    }
 
     fn sample(payload: &[u8]) -> (Digest, Vec<u8>) {
         let key = CacheKey::parse(&format!("jit_f-{}", "ab".repeat(32))).unwrap();

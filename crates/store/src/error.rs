@@ -23,33 +23,20 @@ pub enum StoreError {
         #[source]
         source: rusqlite::Error,
     },
-    /// The registry of addresses and run records failed.
-    #[error("cache registry {}: cannot {op}: {source}", path.display())]
-    Registry {
-        op: &'static str,
-        path: PathBuf,
-        #[source]
-        source: rusqlite::Error,
-    },
-    /// An address or a run record that the registry refuses.
-    #[error("{0}")]
-    Refused(String),
     /// A key that does not have the form `<module name>-<64 lowercase hex digits>`.
     #[error("invalid cache key {key:?}: {reason}")]
     InvalidKey { key: String, reason: &'static str },
     /// The cache directory (or a directory inside it) is unsafe to use.
     #[error("refusing to use cache directory {}: {reason}", path.display())]
     Insecure { path: PathBuf, reason: String },
-    /// A run archive (`runs import`) that is refused; nothing was written.
-    #[error("{}: {reason}; nothing was imported", file.display())]
-    Archive { file: PathBuf, reason: String },
     /// An entry could not be encoded (the metadata did not serialize, or is too large).
     #[error("cannot encode cache entry for {key}: {reason}")]
     Encode { key: String, reason: String },
 }
 
 impl StoreError {
-    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+    /// A filesystem failure of `op` on `path`.
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
         StoreError::Io {
             op,
             path: path.into(),

@@ -9,19 +9,17 @@
 //! lock upgrade. Totals (entry count, bytes, failed entries) are kept by triggers, so they cannot
 //! drift from the rows whatever statement changes them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
-use std::time::Duration;
 
-use rusqlite::{Connection, ErrorCode, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::clock::UnixMillis;
 use super::entry::EntryState;
+use super::sqlite::{BUSY_TIMEOUT, is_corruption, retry_busy};
 
 /// Bumped when the schema changes incompatibly: an index of another version is rebuilt.
 pub const SCHEMA_VERSION: &str = "1";
-/// How long a statement waits for another process's write transaction.
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Bytes of the index file read through `mmap`.
 const MMAP_SIZE: i64 = 256 << 20;
@@ -183,70 +181,17 @@ pub enum OpenFailure {
     Error(rusqlite::Error),
 }
 
-/// True for errors that mean the database file itself is damaged.
-pub fn is_corruption(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
-    )
-}
-
-/// True for "database is busy/locked" errors that escaped the busy timeout.
-pub fn is_busy(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
-    )
-}
-
-/// Runs `f` again while it fails with a busy error that SQLite returned without waiting (as it
-/// does during WAL recovery or a journal-mode switch), for up to about 30 seconds.
-pub fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
-    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
-    let mut pause = Duration::from_millis(2);
-    loop {
-        match f() {
-            Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(100));
-            }
-            other => return other,
-        }
-    }
-}
-
 /// An open index connection.
 #[derive(Debug)]
 pub struct Index {
     conn: Connection,
-    /// Whether eviction can see which artefacts run records reference.
-    pins: Pins,
-}
-
-/// The registry as the index sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Pins {
-    /// There is none: nothing is pinned.
-    None,
-    /// Attached: eviction spares artefacts that run records reference.
-    Attached,
-    /// It exists but could not be attached: nothing is evicted.
-    Unavailable,
 }
 
 fn row_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
-    let state: String = r.get(2)?;
-    let state = EntryState::parse(&state).ok_or_else(|| {
-        rusqlite::Error::FromSqlConversionFailure(
-            2,
-            rusqlite::types::Type::Text,
-            format!("unknown entry state {state:?}").into(),
-        )
-    })?;
     Ok(Row {
         digest: r.get(0)?,
         name: r.get(1)?,
-        state,
+        state: r.get(2)?,
         size: r.get::<_, i64>(3)?.max(0) as u64,
         artefact_size: r.get::<_, i64>(4)?.max(0) as u64,
         created_ms: r.get(5)?,
@@ -323,29 +268,7 @@ impl Index {
             )));
         }
         let populated = meta("populated")?.as_deref() == Some("1");
-        let registry = path.with_file_name(super::registry::REGISTRY_FILE);
-        // Never through a symlink; a registry that cannot be attached leaves the index usable
-        // for lookups and writes, and eviction waits (it could not tell what is pinned).
-        let pins = match std::fs::symlink_metadata(&registry) {
-            // Opening it first brings an older registry's tables up to date.
-            Ok(m) if m.file_type().is_file() && super::registry::up_to_date(&registry) => {
-                match conn.execute(
-                    "ATTACH DATABASE ?1 AS registry",
-                    [registry.to_string_lossy()],
-                ) {
-                    Ok(_) => Pins::Attached,
-                    Err(e) => {
-                        tracing::warn!(
-                            "cannot attach the registry {} to the index ({e}); not evicting",
-                            registry.display()
-                        );
-                        Pins::Unavailable
-                    }
-                }
-            }
-            _ => Pins::None,
-        };
-        Ok((Index { conn, pins }, populated))
+        Ok((Index { conn }, populated))
     }
 
     /// Marks the index as reflecting the directory.
@@ -498,14 +421,13 @@ impl Index {
 
     /// One eviction step, in one write transaction: while the total exceeds `cap`, take up to
     /// `batch` least-recently-used rows last used before `protect_from` (the TTL boundary),
-    /// excluding `exclude`, call `unlink` on each digest, delete the row and count it.
-    /// Returns (evicted, bytes freed, total after, more candidates may exist).
+    /// after `after` in eviction order, excluding `exclude` and what `pinned` names among them;
+    /// call `unlink` on each victim, delete its row and count it. `pinned` answering `None`
+    /// (it cannot tell) evicts nothing.
     pub fn evict_step(
         &mut self,
-        cap: u64,
-        protect_from: UnixMillis,
-        exclude: Option<&str>,
-        batch: usize,
+        window: &EvictWindow<'_>,
+        pinned: impl FnOnce(&[String]) -> Option<HashSet<String>>,
         mut unlink: impl FnMut(&str),
     ) -> rusqlite::Result<EvictStep> {
         let tx = self
@@ -519,36 +441,58 @@ impl Index {
             )?
             .max(0) as u64;
         let mut step = EvictStep {
-            evicted: 0,
-            freed: 0,
             total_after: total,
-            exhausted: false,
+            ..EvictStep::default()
         };
-        if total <= cap || self.pins == Pins::Unavailable {
-            step.exhausted = total > cap;
+        let EvictWindow {
+            cap,
+            protect_from,
+            exclude,
+            after,
+            batch,
+        } = *window;
+        if total <= cap {
             return Ok(step);
         }
-        let victims: Vec<(String, u64)> = {
-            let mut stmt = tx.prepare_cached(if self.pins == Pins::Attached {
-                "SELECT digest, size FROM entries WHERE last_used < ?1 AND digest <> ?2 \
-                 AND NOT EXISTS (SELECT 1 FROM registry.run_lines r \
-                   WHERE r.digest = entries.digest AND r.state <> 'conflict') \
-                 ORDER BY last_used, digest LIMIT ?3"
-            } else {
-                "SELECT digest, size FROM entries WHERE last_used < ?1 AND digest <> ?2 \
-                 ORDER BY last_used, digest LIMIT ?3"
-            })?;
+        let (after_used, after_digest) = after.map_or((i64::MIN, ""), |c| (c.0, c.1.as_str()));
+        let candidates: Vec<(String, u64, UnixMillis)> = {
+            let mut stmt = tx.prepare_cached(
+                "SELECT digest, size, last_used FROM entries WHERE last_used < ?1 AND digest <> ?2 \
+                 AND (last_used > ?4 OR (last_used = ?4 AND digest > ?5)) \
+                 ORDER BY last_used, digest LIMIT ?3",
+            )?;
             let rows = stmt.query_map(
-                params![protect_from, exclude.unwrap_or(""), to_i64(batch as u64)],
-                |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64)),
+                params![
+                    protect_from,
+                    exclude.unwrap_or(""),
+                    to_i64(batch as u64),
+                    after_used,
+                    after_digest
+                ],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?.max(0) as u64,
+                        r.get(2)?,
+                    ))
+                },
             )?;
             rows.collect::<rusqlite::Result<_>>()?
         };
-        step.exhausted = victims.len() < batch;
-        for (digest, size) in victims {
+        let digests: Vec<String> = candidates.iter().map(|c| c.0.clone()).collect();
+        let Some(pinned) = pinned(&digests) else {
+            step.blocked = true;
+            return Ok(step);
+        };
+        step.exhausted = candidates.len() < batch;
+        for (digest, size, last_used) in candidates {
             if total <= cap {
                 step.exhausted = false;
                 break;
+            }
+            step.next = Some(EvictCursor(last_used, digest.clone()));
+            if pinned.contains(&digest) {
+                continue;
             }
             unlink(&digest);
             tx.execute("DELETE FROM entries WHERE digest = ?1", [&digest])?;
@@ -633,14 +577,33 @@ impl Index {
     }
 }
 
+/// Which rows one [`Index::evict_step`] may take: the cap to reach, the TTL boundary (rows used
+/// at or after `protect_from` stay), a row that must stay, where to resume, how many to look at.
+#[derive(Clone, Copy, Debug)]
+pub struct EvictWindow<'a> {
+    pub cap: u64,
+    pub protect_from: UnixMillis,
+    pub exclude: Option<&'a str>,
+    pub after: Option<&'a EvictCursor>,
+    pub batch: usize,
+}
+
+/// Where eviction order resumes: the last candidate an [`Index::evict_step`] looked at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvictCursor(UnixMillis, String);
+
 /// What one [`Index::evict_step`] did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EvictStep {
     pub evicted: u64,
     pub freed: u64,
     pub total_after: u64,
     /// No further candidates outside the TTL.
     pub exhausted: bool,
+    /// Which entries are pinned could not be told: nothing was evicted.
+    pub blocked: bool,
+    /// Resume after this candidate (pinned ones are skipped, not retried).
+    pub next: Option<EvictCursor>,
 }
 
 /// Adds `by` to a counter, creating its row if this index predates it (an index written by an
@@ -716,7 +679,17 @@ mod tests {
         ix.upsert(&row('c', 10, 20), &[]).unwrap();
         let mut gone = Vec::new();
         let step = ix
-            .evict_step(0, 25, None, 64, |d| gone.push(d.to_owned()))
+            .evict_step(
+                &EvictWindow {
+                    cap: 0,
+                    protect_from: 25,
+                    exclude: None,
+                    after: None,
+                    batch: 64,
+                },
+                |_| Some(HashSet::new()),
+                |d| gone.push(d.to_owned()),
+            )
             .unwrap();
         assert_eq!(gone, vec!["b".repeat(64), "c".repeat(64)]);
         assert_eq!(step.total_after, 10);

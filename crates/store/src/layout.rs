@@ -24,6 +24,8 @@ use super::key::Digest;
 
 /// Name of the layout version directory.
 pub const LAYOUT_VERSION_DIR: &str = "v1";
+/// Addresses and run records (`mck-runs`), in the layout directory.
+pub const REGISTRY_FILE: &str = "registry.sqlite";
 
 /// Paths of one cache directory.
 #[derive(Clone, Debug)]
@@ -108,7 +110,11 @@ impl Layout {
     }
     /// Addresses and run records.
     pub fn registry_path(&self) -> PathBuf {
-        self.base.join(super::registry::REGISTRY_FILE)
+        self.base.join(REGISTRY_FILE)
+    }
+    /// The lock that serializes repairing the registry.
+    pub fn registry_lock_path(&self) -> PathBuf {
+        self.locks.join("registry.lock")
     }
     /// Remembered compiler digests (by the compiler file's state), so `exec` does not re-read
     /// a large compiler on every call.

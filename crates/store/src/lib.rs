@@ -2,21 +2,21 @@
 //! by a cache key (`<name>-<64 hex>`, computed by `mck-key` or anyone else), on disk, with a size
 //! cap, LRU eviction under a TTL, verified reads, atomic writes, a per-key compile lock for
 //! concurrent processes, a shared remote tier, and management operations. No MLIR needed.
+//! Addresses and run records live in `mck-runs`, which tells eviction what they pin ([`Pins`]).
 //!
 //! Files, each with one job:
 //! - `settings`: the plain values a store is opened with (`mck-settings` reads them);
 //! - `key`: validating `<name>-<64 hex>`; `layout`: the versioned directory tree;
-//! - `entry`: the entry file format and its checksums; `atomic`: temp file + rename publishing
+//! - `entry`: the entry file format and its checksums; `entry_file`: reading one from a file;
+//!   `atomic`: temp file + rename publishing
 //!   (entries, and a compiler's output restored on a hit);
 //! - `index`: the SQLite index; `rebuild`: repairing it from the directory;
-//! - `cache`: open, get, put; `read`: verified reads; `transfer`: export/import of entries;
-//!   `archive`: run archives (`runs export` / `runs import`), verified before anything is written;
-//!   `evict`: LRU under TTL; `manage`: stats, list, clear, verify, gc;
+//! - `cache`: open, get, put; `read`: verified reads; `transfer`: entries moved between caches
+//!   and tiers, and entry files staged from outside; `evict`: LRU under TTL, sparing what
+//!   `pins` names; `manage`: stats, list, clear, verify, gc;
 //! - `lock`: advisory compile locks; `quarantine`: moving damaged files aside;
 //! - `clock`: injectable time; `fsutil`: no-follow opens and ownership checks;
-//! - `address`, `registry`: readable addresses and immutable run records, durable beside the
-//!   index; eviction never removes an artefact a run record references; `registry_file`: its
-//!   file's protections and repair;
+//! - `sqlite`: busy and corruption handling shared by every SQLite file of the cache;
 //! - `tiered`: the local store with the remote tier (`remote/`: Redis, S3, GCS) behind it;
 //!   `compile`: the one compile-once API on it; `stream`: a hit streamed to a file;
 //!   `stream_put`: a file stored without reading it whole.
@@ -24,59 +24,56 @@
 //! A compile wrapper calls [`Tiered::compile_once`]: look up; on a miss claim the key (local
 //! lock, remote lease); look up again; compile; store the result or the failure; release.
 
-pub mod address;
-pub mod archive;
 mod atomic;
 mod cache;
 mod clock;
 mod compile;
 mod entry;
+mod entry_file;
 mod error;
 mod evict;
-mod fsutil;
+pub mod fsutil;
 mod index;
 mod key;
 mod layout;
 mod lock;
 mod manage;
+mod pins;
 mod quarantine;
 mod read;
 mod rebuild;
-mod registry;
-mod registry_file;
 pub mod remote;
 mod settings;
+pub mod sqlite;
 mod stats_file;
 mod stream;
 mod stream_put;
 mod tiered;
 mod transfer;
 
-pub use address::{Address, AddressError, AddressPattern};
 pub use atomic::{OUTPUT_TMP_PREFIX, write_file};
 pub use cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
 pub use compile::{Compiled, Served};
-pub use entry::{EntryMeta, EntryState, Failure};
+pub use entry::{EntryMeta, EntryState, Failure, UnknownEntryState};
 pub use error::{Result, StoreError};
 pub use evict::EvictReport;
 pub use fsutil::ensure_private_dir;
 pub use index::{ListFilter, SortBy};
 pub use key::{CacheKey, Digest, MANIFEST_NAME};
-pub use layout::Layout;
-pub use lock::{CompileGuard, CompileLock};
+pub use layout::{Layout, REGISTRY_FILE};
+pub use lock::{CompileGuard, CompileLock, acquire as lock_file};
 pub use manage::{Clear, ClearReport, EntrySummary, GcReport, STATS_SCHEMA, Stats};
+pub use pins::{Pins, PinsError};
+pub use quarantine::move_into as move_into_quarantine;
 pub use rebuild::RebuildReport;
-pub use registry::{
-    AddressClaim, AddressEntry, REGISTRY_FILE, RUN_STATES, Registry, RunEntry, RunSummary,
-    RunningEntry,
-};
 pub use settings::{
     DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_DIR_MODE, DEFAULT_TTL_DAYS, Settings,
 };
 pub use stats_file::STATS_FILE;
 pub use stream::Streamed;
 pub use tiered::{Claim, CompileClaim, Tiered};
+pub use transfer::{StageError, StagedEntry};
 
 /// The entry file format, for tests and tools that inspect entries.
 pub mod format {

@@ -2,6 +2,7 @@
 //! from the index (O(result) / O(1)); `verify` and `rebuild_index` walk the directory because
 //! their job is to make the index agree with it.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use super::index::{Counter, ListFilter, Row, SortBy};
 use super::key::Digest;
 use super::lock;
 use super::rebuild::{self, Depth, RebuildReport};
+use super::stats_file;
 
 /// A temporary file untouched for this long belongs to a dead writer.
 pub const STALE_TMP_MS: i64 = super::atomic::STALE_TMP_AGE.as_millis() as i64;
@@ -44,7 +46,7 @@ pub struct Stats {
     pub hit_rate: Option<f64>,
     /// Misses by what moved against the nearest stored entry (`flag`, `option`, `compiler`,
     /// `computation`, …; `new` when no entry of the module was stored).
-    pub miss_reasons: std::collections::BTreeMap<String, u64>,
+    pub miss_reasons: BTreeMap<String, u64>,
     /// When the counters were last zeroed (`cache stats --zero`), ms since the epoch.
     pub zeroed_ms: Option<UnixMillis>,
     pub failures_replayed: u64,
@@ -122,29 +124,29 @@ impl Store {
     pub fn stats(&self) -> Result<Stats> {
         let c = self.with_index("read counters", |ix| ix.counters())?;
         let get = |k: &str| c.get(k).copied().unwrap_or(0).max(0) as u64;
-        let quarantined_files = count_files(self.layout.quarantine_dir())?;
-        let remote = self.settings.remote.url.as_ref().map(ToString::to_string);
+        let quarantined_files = count_files(self.layout().quarantine_dir())?;
+        let remote = self.settings().remote.url.as_ref().map(ToString::to_string);
         let remote_down_until_ms = remote.as_deref().and_then(|r| {
-            super::remote::marked_down_until(&self.layout.remote_state_path(), r, self.now())
+            super::remote::marked_down_until(&self.layout().remote_state_path(), r, self.now())
         });
-        let (_, zeroed_ms) = super::stats_file::read(self.layout.root());
-        super::stats_file::write(self.layout.root(), &c, zeroed_ms, self.file_mode());
+        let (_, zeroed_ms) = stats_file::read(self.layout().root());
+        stats_file::write(self.layout().root(), &c, zeroed_ms, self.file_mode());
         let (hits, misses) = (get("hits"), get("misses"));
         let miss_reasons = c
             .iter()
             .filter_map(|(k, v)| {
-                let reason = k.strip_prefix(super::stats_file::MISS_REASON_PREFIX)?;
+                let reason = k.strip_prefix(stats_file::MISS_REASON_PREFIX)?;
                 Some((reason.to_owned(), (*v).max(0) as u64))
             })
             .collect();
         Ok(Stats {
             schema: STATS_SCHEMA,
-            cache_dir: self.layout.root().to_owned(),
+            cache_dir: self.layout().root().to_owned(),
             entries: get("entry_count"),
             bytes: get("total_bytes"),
             failed_entries: get("failed_count"),
-            max_size: self.settings.max_size,
-            ttl_days: self.settings.ttl.as_secs_f64() / 86_400.0,
+            max_size: self.settings().max_size,
+            ttl_days: self.settings().ttl.as_secs_f64() / 86_400.0,
             hits,
             misses,
             hit_rate: (hits + misses > 0).then(|| hits as f64 / (hits + misses) as f64),
@@ -158,7 +160,7 @@ impl Store {
             bytes_written: get("bytes_written"),
             quarantined_files,
             remote,
-            remote_read_only: self.settings.remote.read_only,
+            remote_read_only: self.settings().remote.read_only,
             remote_down_until_ms,
             remote_hits: get("remote_hits"),
             remote_misses: get("remote_misses"),
@@ -167,7 +169,7 @@ impl Store {
             remote_errors: get("remote_errors"),
             remote_skipped: get("remote_skipped"),
             remote_corrupt: get("remote_corrupt"),
-            remote_authenticated: self.settings.remote.secret.is_some(),
+            remote_authenticated: self.settings().remote.secret.is_some(),
             remote_unauthenticated: get("remote_unauthenticated"),
         })
     }
@@ -186,7 +188,7 @@ impl Store {
 
     fn summary(&self, r: Row) -> EntrySummary {
         let path = match Digest::parse(&r.digest) {
-            Ok(d) => self.layout.entry_path(&d),
+            Ok(d) => self.layout().entry_path(&d),
             Err(_) => PathBuf::new(),
         };
         EntrySummary {
@@ -207,7 +209,7 @@ impl Store {
         let mut report = ClearReport::default();
         match what {
             Clear::All => {
-                for shard in read_dir_paths(self.layout.entries_dir())? {
+                for shard in read_dir_paths(self.layout().entries_dir())? {
                     if !fs::symlink_metadata(&shard)
                         .map(|m| m.is_dir())
                         .unwrap_or(false)
@@ -223,7 +225,7 @@ impl Store {
                     }
                 }
                 self.with_index("clear the index", |ix| ix.clear_rows())?;
-                for file in read_dir_paths(self.layout.quarantine_dir())? {
+                for file in read_dir_paths(self.layout().quarantine_dir())? {
                     remove_file_if_exists(&file)?;
                 }
             }
@@ -246,7 +248,7 @@ impl Store {
             "Removed {} entries ({} bytes) from {}",
             report.removed,
             report.freed_bytes,
-            self.layout.root().display()
+            self.layout().root().display()
         );
         Ok(report)
     }
@@ -258,13 +260,13 @@ impl Store {
         let mut ix = self.lock_index();
         let mut recreated = false;
         if !ix.quick_check().unwrap_or(false) {
-            *ix = rebuild::open_index(&self.layout, &self.settings, self.clock.as_ref(), true)?;
+            *ix = rebuild::open_index(self.layout(), self.settings(), self.clock().as_ref(), true)?;
             recreated = true;
         }
         let mut report = rebuild::reconcile(
-            &self.layout,
+            self.layout(),
             &mut ix,
-            self.clock.as_ref(),
+            self.clock().as_ref(),
             Depth::Full,
             &mut progress,
         )?;
@@ -276,9 +278,9 @@ impl Store {
     pub fn rebuild_index(&self) -> Result<RebuildReport> {
         let mut ix = self.lock_index();
         rebuild::reconcile(
-            &self.layout,
+            self.layout(),
             &mut ix,
-            self.clock.as_ref(),
+            self.clock().as_ref(),
             Depth::Metadata,
             &mut |_, _| {},
         )
@@ -289,12 +291,12 @@ impl Store {
     pub fn gc(&self) -> Result<GcReport> {
         let now = self.now();
         let eviction = self.evict_now(None)?;
-        let tmp_removed = remove_older_than(self.layout.tmp_dir(), now - STALE_TMP_MS)?;
-        let ttl_ms = i64::try_from(self.settings.ttl.as_millis()).unwrap_or(i64::MAX);
+        let tmp_removed = remove_older_than(self.layout().tmp_dir(), now - STALE_TMP_MS)?;
+        let ttl_ms = i64::try_from(self.settings().ttl.as_millis()).unwrap_or(i64::MAX);
         let quarantine_removed =
-            remove_older_than(self.layout.quarantine_dir(), now.saturating_sub(ttl_ms))?;
+            remove_older_than(self.layout().quarantine_dir(), now.saturating_sub(ttl_ms))?;
         let mut locks_removed = 0;
-        for shard in read_dir_paths(self.layout.locks_dir())? {
+        for shard in read_dir_paths(self.layout().locks_dir())? {
             if !fs::symlink_metadata(&shard)
                 .map(|m| m.is_dir())
                 .unwrap_or(false)
@@ -313,7 +315,7 @@ impl Store {
             quarantine_removed,
             locks_removed,
         };
-        debug!("gc of {}: {report:?}", self.layout.root().display());
+        debug!("gc of {}: {report:?}", self.layout().root().display());
         self.snapshot_counters();
         Ok(report)
     }
@@ -352,4 +354,54 @@ fn remove_older_than(dir: &Path, cutoff: UnixMillis) -> Result<u64> {
         }
     }
     Ok(n)
+}
+
+/// Longest reason kept (longer ones are cut).
+const MAX_REASON_LEN: usize = 40;
+
+impl Store {
+    /// Counts one miss whose reason is `reason` (what moved against the nearest stored entry:
+    /// `flag`, `option`, `compiler`, `computation`, `new`, …). The reason is reduced to
+    /// lowercase letters, digits and `_`. Best effort: a failure is only logged.
+    pub fn count_miss_reason(&self, reason: &str) {
+        let mut name: String = reason
+            .trim()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '_'
+                }
+            })
+            .take(MAX_REASON_LEN)
+            .collect();
+        if name.is_empty() {
+            name.push_str("unknown");
+        }
+        let counter = format!("{}{name}", stats_file::MISS_REASON_PREFIX);
+        self.index_best_effort("count a miss reason", |ix| ix.add_named(&counter, 1));
+    }
+
+    /// Sets every event counter (hits, misses, reasons, evictions, remote counters…) to zero,
+    /// in the index and in the snapshot; sizes stay (ccache's `--zero-stats`).
+    pub fn zero_stats(&self) -> Result<()> {
+        self.with_index("zero the counters", |ix| ix.zero_events())?;
+        let now = self.now();
+        stats_file::write(
+            self.layout().root(),
+            &BTreeMap::new(),
+            Some(now),
+            self.file_mode(),
+        );
+        Ok(())
+    }
+
+    /// Writes the snapshot of the counters (best effort).
+    pub(crate) fn snapshot_counters(&self) {
+        if let Ok(c) = self.with_index("read counters", |ix| ix.counters()) {
+            let (_, zeroed_ms) = stats_file::read(self.layout().root());
+            stats_file::write(self.layout().root(), &c, zeroed_ms, self.file_mode());
+        }
+    }
 }

@@ -17,7 +17,7 @@ use super::fsutil;
 
 /// Where `path` goes in `quarantine_dir`: its name, the time and this process, so files moved
 /// aside at different times (or by racing processes) never overwrite each other.
-pub(crate) fn destination(quarantine_dir: &Path, path: &Path, now: UnixMillis) -> PathBuf {
+pub fn destination(quarantine_dir: &Path, path: &Path, now: UnixMillis) -> PathBuf {
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -25,14 +25,32 @@ pub(crate) fn destination(quarantine_dir: &Path, path: &Path, now: UnixMillis) -
     quarantine_dir.join(format!("{file_name}.{now}.{}", std::process::id()))
 }
 
-/// Moves `path` into `quarantine_dir` unless it is no longer the inode described by `seen`.
-/// Returns the new path, or `None` when the file was already gone or replaced.
+/// Moves a corrupt entry at `path` into `quarantine_dir` (see [`move_into`]), saying so.
 pub fn quarantine(
     quarantine_dir: &Path,
     path: &Path,
     seen: Option<&Metadata>,
     now: UnixMillis,
     reason: &str,
+) -> Result<Option<PathBuf>, StoreError> {
+    let moved = move_into(quarantine_dir, path, seen, now)?;
+    if let Some(dest) = &moved {
+        warn!(
+            "Corrupt cache entry {} ({reason}): moved to {} and treated as a miss",
+            path.display(),
+            dest.display()
+        );
+    }
+    Ok(moved)
+}
+
+/// Moves `path` into `quarantine_dir` unless it is no longer the inode described by `seen`.
+/// Returns the new path, or `None` when the file was already gone or replaced.
+pub fn move_into(
+    quarantine_dir: &Path,
+    path: &Path,
+    seen: Option<&Metadata>,
+    now: UnixMillis,
 ) -> Result<Option<PathBuf>, StoreError> {
     if let Some(seen) = seen {
         match fs::symlink_metadata(path) {
@@ -44,14 +62,7 @@ pub fn quarantine(
     }
     let dest = destination(quarantine_dir, path, now);
     match fs::rename(path, &dest) {
-        Ok(()) => {
-            warn!(
-                "Corrupt cache entry {} ({reason}): moved to {} and treated as a miss",
-                path.display(),
-                dest.display()
-            );
-            Ok(Some(dest))
-        }
+        Ok(()) => Ok(Some(dest)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(StoreError::io("move into quarantine", path, e)),
     }

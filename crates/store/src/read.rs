@@ -2,15 +2,16 @@
 //! and recording a use (index last use and counter, file mtime). Every path that returns entry
 //! bytes or metadata to a caller goes through here, so nothing unverified gets out.
 
-use std::fs::{self, File, Metadata};
+use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::Path;
 
 use tracing::debug;
 
 use super::cache::Store;
-use super::clock::{UnixMillis, ms_to_system_time};
-use super::entry::{self, DecodeError, EntryMeta, HEADER_LEN};
+use super::clock::ms_to_system_time;
+use super::entry::{self, DecodeError, EntryMeta};
+use super::entry_file::read_metadata_from;
 use super::error::{Result, StoreError};
 use super::fsutil;
 use super::index::{Counter, Row};
@@ -41,7 +42,7 @@ impl Store {
     /// e.g. to explain a miss against an existing entry's ingredients. A damaged entry is
     /// quarantined and gives `None`.
     pub fn read_metadata(&self, digest: &Digest) -> Result<Option<EntryMeta>> {
-        let path = self.layout.entry_path(digest);
+        let path = self.layout().entry_path(digest);
         let Some(mut file) = self.open_entry(&path)? else {
             return Ok(None);
         };
@@ -53,7 +54,7 @@ impl Store {
             Ok(Err(DecodeError::UnsupportedVersion(_))) => Ok(None),
             Ok(Err(DecodeError::Corrupt(c))) => {
                 quarantine(
-                    self.layout.quarantine_dir(),
+                    self.layout().quarantine_dir(),
                     &path,
                     Some(&seen),
                     self.now(),
@@ -90,7 +91,7 @@ impl Store {
             Err(e) => match fs::symlink_metadata(path) {
                 Ok(m) if !m.file_type().is_file() => {
                     quarantine(
-                        self.layout.quarantine_dir(),
+                        self.layout().quarantine_dir(),
                         path,
                         Some(&m),
                         self.now(),
@@ -124,7 +125,7 @@ impl Store {
             Err(DecodeError::UnsupportedVersion(v)) => Ok(EntryRead::Unsupported(v)),
             Err(DecodeError::Corrupt(c)) => {
                 quarantine(
-                    self.layout.quarantine_dir(),
+                    self.layout().quarantine_dir(),
                     path,
                     Some(&seen),
                     self.now(),
@@ -164,73 +165,4 @@ impl Store {
             debug!("cannot update the mtime of {}: {e}", path.display());
         }
     }
-}
-
-/// Reads the header and metadata from `file` (at its start), checking them against `file_len`.
-/// The outer error is I/O; the inner one says what is wrong with the bytes.
-pub(super) fn read_metadata_from(
-    file: &mut File,
-    file_len: u64,
-    digest: &Digest,
-) -> io::Result<std::result::Result<EntryMeta, DecodeError>> {
-    let mut header = [0u8; HEADER_LEN];
-    let mut got = 0;
-    while got < HEADER_LEN {
-        match file.read(&mut header[got..])? {
-            0 => break,
-            n => got += n,
-        }
-    }
-    let h = match entry::decode_header(&header[..got]) {
-        Ok(h) => h,
-        Err(e) => return Ok(Err(e)),
-    };
-    if h.file_len() != file_len {
-        return Ok(Err(DecodeError::Corrupt(
-            entry::Corruption::LengthMismatch {
-                expected: h.file_len(),
-                actual: file_len,
-            },
-        )));
-    }
-    let mut meta = vec![0u8; h.metadata_len];
-    file.read_exact(&mut meta)?;
-    Ok(entry::decode_metadata(&h, &meta, digest))
-}
-
-/// Verifies a whole entry file from its start, streaming the payload through SHA-256 (memory:
-/// the metadata, at most 64 MiB, and a 64 KiB buffer). The outer error is I/O.
-pub(super) fn verify_from(
-    file: &mut File,
-    file_len: u64,
-    digest: &Digest,
-) -> io::Result<std::result::Result<EntryMeta, DecodeError>> {
-    use sha2::{Digest as _, Sha256};
-    use std::io::{Seek, SeekFrom};
-    file.seek(SeekFrom::Start(0))?;
-    let meta = match read_metadata_from(file, file_len, digest)? {
-        Ok(meta) => meta,
-        Err(e) => return Ok(Err(e)),
-    };
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 << 10];
-    loop {
-        match file.read(&mut buf)? {
-            0 => break,
-            n => hasher.update(&buf[..n]),
-        }
-    }
-    if hex::encode(hasher.finalize()) != meta.payload_sha256 {
-        return Ok(Err(entry::Corruption::PayloadChecksum.into()));
-    }
-    Ok(Ok(meta))
-}
-
-/// File length and mtime (as [`UnixMillis`]) of an open entry.
-pub(super) fn len_and_mtime(meta: &Metadata) -> (u64, UnixMillis) {
-    let mtime = meta
-        .modified()
-        .map(super::clock::system_time_to_ms)
-        .unwrap_or(0);
-    (meta.len(), mtime)
 }

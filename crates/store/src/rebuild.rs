@@ -16,6 +16,7 @@ use tracing::{info, warn};
 
 use super::clock::{Clock, UnixMillis};
 use super::entry::{self, DecodeError};
+use super::entry_file::{len_and_mtime, read_metadata_from};
 use super::error::{Result, StoreError};
 use super::fsutil;
 use super::index::{Index, OpenFailure, Row};
@@ -23,7 +24,6 @@ use super::key::Digest;
 use super::layout::Layout;
 use super::lock;
 use super::quarantine::quarantine;
-use super::read::{len_and_mtime, read_metadata_from};
 use super::settings::Settings;
 
 /// How long a process waits for another one that is building the index.

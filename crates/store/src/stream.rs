@@ -14,12 +14,12 @@ use tracing::info;
 use super::atomic::{OUTPUT_TMP_PREFIX, sweep_stale};
 use super::cache::{CachedFailure, Store};
 use super::entry::{DecodeError, EntryState};
+use super::entry_file::read_metadata_from;
 use super::error::{Result, StoreError};
 use super::fsutil;
 use super::index::Counter;
 use super::key::CacheKey;
 use super::quarantine::quarantine;
-use super::read::read_metadata_from;
 
 /// Buffer of a streamed copy: what a hit holds of the artefact at once.
 const CHUNK: usize = 1 << 20;
@@ -112,7 +112,7 @@ impl Store {
     /// the way; nothing is written on a miss or a remembered failure.
     pub fn get_to(&self, key: &CacheKey, dest: &Path, file_mode: u32) -> Result<Streamed> {
         let digest = key.digest();
-        let path = self.layout.entry_path(digest);
+        let path = self.layout().entry_path(digest);
         // `gone`: the file is absent or quarantined, so its index row goes too.
         let miss = |gone: bool, corrupt: bool| {
             if corrupt || !key.is_manifest() {
@@ -133,7 +133,7 @@ impl Store {
             .map_err(|e| StoreError::io("inspect", &path, e))?;
         let corrupt = |reason: String| -> Result<Streamed> {
             quarantine(
-                self.layout.quarantine_dir(),
+                self.layout().quarantine_dir(),
                 &path,
                 Some(&seen),
                 self.now(),
@@ -151,7 +151,7 @@ impl Store {
             return miss(false, false);
         }
         if let (EntryState::Failed, Some(failure)) = (meta.state, meta.failure.clone()) {
-            if self.settings.retry_failed_compilation {
+            if self.settings().retry_failed_compilation {
                 info!(
                     "Ignoring the cached failed compilation at {} (retry_failed_compilation)",
                     path.display()

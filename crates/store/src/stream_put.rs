@@ -49,11 +49,8 @@ impl Store {
         let mut meta = EntryMeta::new(key, EntryState::Ok, None, &[], now, ingredients.clone());
         meta.payload_sha256 = sha.clone();
         meta.artefact_size = len;
-        let prefix = entry::encode_prefix(&meta).map_err(|reason| StoreError::Encode {
-            key: key.to_string(),
-            reason,
-        })?;
-        let tmp_dir = self.layout.tmp_dir();
+        let prefix = entry::encode_prefix(&meta)?;
+        let tmp_dir = self.layout().tmp_dir();
         let mut tmp = tempfile::Builder::new()
             .prefix(".entry-")
             .permissions(std::fs::Permissions::from_mode(self.file_mode()))

@@ -24,7 +24,7 @@ use tracing::{debug, info, warn};
 
 use super::cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};
 use super::entry::{self, DecodeError, EntryMeta, EntryState, Failure};
-use super::error::{Result, StoreError};
+use super::error::Result;
 use super::index::Counter;
 use super::key::CacheKey;
 use super::lock::CompileLock;
@@ -81,13 +81,13 @@ impl Tiered {
     /// Puts the remote of `local`'s settings behind it. A remote that cannot even be set up is
     /// a warning and a local-only cache.
     pub fn over(local: Store) -> Tiered {
-        let s = &local.settings;
+        let s = local.settings();
         let remote = match Remote::open(
             &s.remote,
             s.ttl,
-            &local.layout.remote_state_path(),
+            &local.layout().remote_state_path(),
             local.file_mode(),
-            local.clock.clone(),
+            local.clock().clone(),
         ) {
             Ok(r) => r,
             Err(e) => {
@@ -239,10 +239,7 @@ impl Tiered {
             self.local.now(),
             ingredients.clone(),
         );
-        let prefix = entry::encode_prefix(&meta).map_err(|reason| StoreError::Encode {
-            key: key.to_string(),
-            reason,
-        })?;
+        let prefix = entry::encode_prefix(&meta)?;
         let stored =
             self.local
                 .publish_parts(key, &meta, artefact.len() as u64, &[&prefix, artefact]);
@@ -328,7 +325,7 @@ impl Tiered {
             self.count_miss(first_look);
             return Ok(Lookup::Miss);
         }
-        if meta.state == EntryState::Failed && self.local.settings.retry_failed_compilation {
+        if meta.state == EntryState::Failed && self.local.settings().retry_failed_compilation {
             info!(
                 "Ignoring the cached failed compilation on {} (retry_failed_compilation)",
                 remote.shown()
@@ -336,7 +333,7 @@ impl Tiered {
             self.count_miss(first_look);
             return Ok(Lookup::Miss);
         }
-        let path = self.local.layout.entry_path(key.digest());
+        let path = self.local.layout().entry_path(key.digest());
         let payload_len = (range.end - range.start) as u64;
         if let Err(e) = self.local.publish_parts(key, &meta, payload_len, &[bytes]) {
             warn!("cannot copy the remote entry of {key} into the local cache: {e}");

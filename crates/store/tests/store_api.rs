@@ -923,7 +923,7 @@ fn compile_once_compiles_once_then_replays() {
         })
         .unwrap();
     assert_eq!(first, Served::Fresh(Compiled::Success(b"out".to_vec())));
-    assert_eq!(first.state(), Some("ok"));
+    assert_eq!(first.state(), Some(EntryState::Ok));
     let second = store
         .compile_once(&k, &json!({}), t, || -> Result<Compiled, StoreError> {
             panic!("must not compile again")
@@ -949,7 +949,7 @@ fn compile_once_compiles_once_then_replays() {
         })
         .unwrap();
     assert!(matches!(&r, Served::CachedFailure(cf) if cf.failure == f));
-    assert_eq!(r.state(), Some("failed"));
+    assert_eq!(r.state(), Some(EntryState::Failed));
 
     // An abandoned compile (a killed compiler) is neither stored nor remembered.
     let killed = key("jit_goc_killed", "goc_killed");

@@ -5,8 +5,8 @@
 //!
 //! Unlike the index (a disposable cache of the entry files), the registry is
 //! the only copy of this information, so it lives in its own durable SQLite
-//! file, `v1/registry.sqlite`. The index attaches it so that eviction never
-//! removes an artefact a run record still references (see `index.rs`).
+//! file, `v1/registry.sqlite`. Eviction asks it (`pins.rs`) which artefacts run
+//! records still reference, and never removes those.
 
 use std::path::{Path, PathBuf};
 
@@ -14,15 +14,12 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::address::{Address, check_run_id, shorten};
-use super::clock::UnixMillis;
-use super::error::{Result, StoreError};
-use super::index::{BUSY_TIMEOUT, retry_busy};
-use super::key::CacheKey;
-use super::layout::Layout;
+use mck_store::sqlite::{BUSY_TIMEOUT, retry_busy};
+use mck_store::{CacheKey, EntryState, Store, StoreError, UnixMillis};
 
-/// File name of the registry inside the layout directory.
-pub const REGISTRY_FILE: &str = "registry.sqlite";
+use crate::address::{Address, AddressError, check_run_id, shorten};
+use crate::error::{Result, RunsError};
+use crate::state::RunState;
 
 /// `PRAGMA user_version` of the current layout (0: the first, with `run_entries`).
 const SCHEMA_VERSION: i64 = 1;
@@ -85,8 +82,7 @@ pub struct AddressEntry {
     pub local_name: String,
     pub key: String,
     pub digest: String,
-    /// `ok` or `failed`.
-    pub state: String,
+    pub state: EntryState,
     /// The run that last set it.
     pub run: String,
     pub updated_ms: UnixMillis,
@@ -101,43 +97,43 @@ pub struct RunEntry {
     pub address: String,
     pub key: String,
     pub digest: String,
-    /// `ok`, `failed` or `conflict`.
-    pub state: String,
+    pub state: RunState,
     pub time_ms: UnixMillis,
     /// For a conflict: the fingerprint the address held.
     pub conflict_with: Option<String>,
 }
 
-/// The states a run line may have.
-pub const RUN_STATES: [&str; 3] = ["ok", "failed", "conflict"];
+/// Why a run line from outside is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    #[error(transparent)]
+    Address(#[from] AddressError),
+    /// The key, or the conflicting key, is not a cache key.
+    #[error(transparent)]
+    Key(#[from] StoreError),
+    #[error("{address}: digest {digest} is not the key's")]
+    Digest { address: String, digest: String },
+    #[error("{0}: only a conflict line names the fingerprint it met")]
+    ConflictWith(String),
+}
 
 impl RunEntry {
     /// Checks a line that came from outside (an imported archive): a valid, bounded address, a
-    /// key whose digest is `digest`, a known state, a valid conflicting key.
-    pub fn check(&self) -> std::result::Result<(), String> {
-        Address::parse(&self.address).map_err(|e| e.to_string())?;
-        let key = CacheKey::parse(&self.key).map_err(|e| e.to_string())?;
+    /// key whose digest is `digest`, a valid conflicting key exactly on a conflict line (the
+    /// state itself is typed: an unknown one never parses).
+    pub fn check(&self) -> std::result::Result<(), LineError> {
+        Address::parse(&self.address)?;
+        let key = CacheKey::parse(&self.key)?;
         if key.digest().as_str() != self.digest {
-            return Err(format!(
-                "{}: digest {} is not the key's",
-                self.address,
-                shorten(&self.digest)
-            ));
+            return Err(LineError::Digest {
+                address: self.address.clone(),
+                digest: shorten(&self.digest),
+            });
         }
-        if !RUN_STATES.contains(&self.state.as_str()) {
-            return Err(format!(
-                "{}: unknown state {:?} (expected ok, failed or conflict)",
-                self.address,
-                shorten(&self.state)
-            ));
-        }
-        match (&self.conflict_with, self.state == "conflict") {
-            (Some(other), true) => CacheKey::parse(other).map(drop).map_err(|e| e.to_string()),
+        match (&self.conflict_with, self.state == RunState::Conflict) {
+            (Some(other), true) => Ok(CacheKey::parse(other).map(drop)?),
             (None, false) => Ok(()),
-            _ => Err(format!(
-                "{}: only a conflict line names the fingerprint it met",
-                self.address
-            )),
+            _ => Err(LineError::ConflictWith(self.address.clone())),
         }
     }
 }
@@ -196,18 +192,19 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Opens (creating if needed) the registry of `layout`; its file is protected and, when
+    /// Opens (creating if needed) the registry of `store`; its file is protected and, when
     /// damaged, rebuilt (`registry_file.rs`).
-    pub(super) fn open(layout: &Layout, file_mode: u32, now: UnixMillis) -> Result<Registry> {
-        let conn = super::registry_file::open(layout, file_mode, now, migrate)?;
+    pub fn open(store: &Store) -> Result<Registry> {
+        let layout = store.layout();
+        let conn = crate::registry_file::open(layout, store.file_mode(), store.now(), migrate)?;
         Ok(Registry {
             conn,
             path: layout.registry_path(),
         })
     }
 
-    fn error(&self, op: &'static str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-        move |source| StoreError::Registry {
+    fn error(&self, op: &'static str) -> impl Fn(rusqlite::Error) -> RunsError + '_ {
+        move |source| RunsError::Registry {
             op,
             path: self.path.clone(),
             source,
@@ -279,7 +276,7 @@ impl Registry {
             };
             if let Some(held) = blocked {
                 let mut line = entry.clone();
-                line.state = "conflict".into();
+                line.state = RunState::Conflict;
                 line.conflict_with = Some(held);
                 insert_run_line(conn, run, &line)?;
                 return Ok(claim);
@@ -293,7 +290,7 @@ impl Registry {
     /// Clears this process's `running` mark at `address` (the compile produced nothing).
     pub fn abandon(&self, address: &Address) -> Result<()> {
         self.immediately("clear a running mark", |conn| {
-            clear_own_mark(conn, &address.to_string())
+            Ok(clear_own_mark(conn, &address.to_string())?)
         })
     }
 
@@ -342,7 +339,8 @@ impl Registry {
                 params![run, entry.time_ms],
             )?;
             refuse_sealed(conn, run)?;
-            insert_run_line(conn, run, entry).map(|_| ())
+            insert_run_line(conn, run, entry)?;
+            Ok(())
         })
     }
 
@@ -350,7 +348,7 @@ impl Registry {
     fn immediately<T>(
         &self,
         op: &'static str,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+        f: impl FnOnce(&Connection) -> std::result::Result<T, TxError>,
     ) -> Result<T> {
         retry_busy(|| self.conn.execute_batch("BEGIN IMMEDIATE")).map_err(self.error(op))?;
         match f(&self.conn) {
@@ -360,12 +358,10 @@ impl Registry {
             }
             Err(e) => {
                 let _ = self.conn.execute_batch("ROLLBACK");
-                if let rusqlite::Error::ToSqlConversionFailure(inner) = &e
-                    && let Some(sealed) = inner.downcast_ref::<SealedRun>()
-                {
-                    return Err(StoreError::Refused(sealed.to_string()));
-                }
-                Err(self.error(op)(e))
+                Err(match e {
+                    TxError::Sealed(run) => RunsError::Sealed { run },
+                    TxError::Sql(e) => self.error(op)(e),
+                })
             }
         }
     }
@@ -484,17 +480,18 @@ impl Registry {
         created_ms: UnixMillis,
         entries: &[RunEntry],
     ) -> Result<()> {
-        check_run_id(run).map_err(|reason| {
-            StoreError::Refused(format!("run id {:?}: {reason}", shorten(run)))
-        })?;
+        check_run_id(run)
+            .map_err(|reason| RunsError::Refused(format!("run id {:?}: {reason}", shorten(run))))?;
         for entry in entries {
-            entry.check().map_err(StoreError::Refused)?;
+            entry
+                .check()
+                .map_err(|e| RunsError::Refused(e.to_string()))?;
         }
         if let Some(existing) = self.run(run)? {
             if existing == entries {
                 return Ok(());
             }
-            return Err(StoreError::Refused(format!(
+            return Err(RunsError::Refused(format!(
                 "run {run} already exists here with another record; run records are immutable"
             )));
         }
@@ -571,22 +568,20 @@ fn decide(
     Ok(match current {
         None => AddressClaim::Free,
         Some(c) if c.key == key => AddressClaim::Same,
-        Some(c) if c.state != "ok" => AddressClaim::Free,
+        Some(c) if c.state != EntryState::Ok => AddressClaim::Free,
         Some(c) => AddressClaim::Conflict(Box::new(c)),
     })
 }
 
-/// Brings the registry file at `path` up to date (for the index, which attaches it); false
-/// when it cannot be opened or migrated (a symlink is never followed).
-pub(super) fn up_to_date(path: &Path) -> bool {
+/// A connection to the registry file at `path` for reading pins, brought up to date first (an
+/// older registry's lines are where eviction looks); a symlink is never followed.
+pub(crate) fn connect_for_pins(path: &Path) -> rusqlite::Result<Connection> {
     let flags =
         rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
-    Connection::open_with_flags(path, flags)
-        .and_then(|conn| {
-            conn.busy_timeout(BUSY_TIMEOUT)?;
-            migrate(&conn)
-        })
-        .is_ok()
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    migrate(&conn)?;
+    Ok(conn)
 }
 
 /// Creates the tables, or brings an older registry up to date, in one transaction.
@@ -621,8 +616,20 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     }
 }
 
-/// A sealed run's record never changes: refuse, naming when it was closed.
-fn refuse_sealed(conn: &Connection, run: &str) -> rusqlite::Result<()> {
+/// What a registry transaction fails with: SQLite, or a sealed run it must not change.
+enum TxError {
+    Sql(rusqlite::Error),
+    Sealed(String),
+}
+
+impl From<rusqlite::Error> for TxError {
+    fn from(e: rusqlite::Error) -> Self {
+        TxError::Sql(e)
+    }
+}
+
+/// A sealed run's record never changes: refuse.
+fn refuse_sealed(conn: &Connection, run: &str) -> std::result::Result<(), TxError> {
     let sealed: Option<i64> = conn
         .query_row("SELECT sealed_ms FROM runs WHERE run = ?1", [run], |r| {
             r.get(0)
@@ -631,27 +638,9 @@ fn refuse_sealed(conn: &Connection, run: &str) -> rusqlite::Result<()> {
         .flatten();
     match sealed {
         None => Ok(()),
-        Some(_) => Err(rusqlite::Error::ToSqlConversionFailure(Box::new(
-            SealedRun(run.to_string()),
-        ))),
+        Some(_) => Err(TxError::Sealed(run.to_owned())),
     }
 }
-
-/// The error [`refuse_sealed`] carries through rusqlite's error type.
-#[derive(Debug)]
-pub struct SealedRun(pub String);
-
-impl std::fmt::Display for SealedRun {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "run {} is closed (`runs close`): its record never changes; use another --run",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for SealedRun {}
 
 fn clear_own_mark(conn: &Connection, address: &str) -> rusqlite::Result<()> {
     let (host, pid) = this_process();
@@ -676,7 +665,7 @@ fn this_process() -> (String, u32) {
 fn is_alive(holder: &RunningEntry) -> bool {
     let (host, _) = this_process();
     if holder.host != host {
-        let age = super::clock::Clock::now_ms(&super::clock::SystemClock) - holder.started_ms;
+        let age = mck_store::Clock::now_ms(&mck_store::SystemClock) - holder.started_ms;
         return age < 24 * 3_600_000;
     }
     let Some(pid) = rustix::process::Pid::from_raw(holder.pid as i32) else {
@@ -720,7 +709,7 @@ fn upsert_address(
             address.local_name(),
             entry.key,
             entry.digest,
-            entry.state,
+            entry.state.as_str(),
             run,
             entry.time_ms,
             record.to_string()

@@ -21,6 +21,6 @@ mod export;
 mod import;
 mod manifest;
 
-pub use export::ExportReport;
-pub use import::{ImportReport, MAX_MEMBER_LEN};
-pub use manifest::{EXPORT_FORMAT, MANIFEST, MAX_LINES, MAX_MANIFEST_LEN, Manifest};
+pub use export::{ExportReport, export_run};
+pub use import::{ImportReport, MAX_MEMBER_LEN, import_run};
+pub use manifest::{EXPORT_FORMAT, MANIFEST, MAX_LINES, MAX_MANIFEST_LEN, Manifest, ManifestError};

@@ -18,18 +18,16 @@ use rusqlite::{Connection, OpenFlags};
 use rustix::fs::{Mode, OFlags};
 use tracing::warn;
 
-use super::clock::UnixMillis;
-use super::error::{Result, StoreError};
-use super::fsutil;
-use super::index::{BUSY_TIMEOUT, is_corruption, retry_busy};
-use super::layout::Layout;
-use super::lock;
+use mck_store::sqlite::{BUSY_TIMEOUT, is_corruption, retry_busy};
+use mck_store::{Layout, StoreError, UnixMillis, fsutil};
+
+use crate::error::{Result, RunsError};
 
 /// How long a process waits for another one repairing the registry.
 const REPAIR_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Opens the registry of `layout`, protecting and, if damaged, repairing it first.
-pub(super) fn open(
+pub(crate) fn open(
     layout: &Layout,
     file_mode: u32,
     now: UnixMillis,
@@ -41,13 +39,13 @@ pub(super) fn open(
         Ok(conn) => Ok(conn),
         Err(e) if is_corruption(&e) => {
             repair(layout, &path, file_mode, now, prepare, &e.to_string())?;
-            connect(&path, prepare).map_err(|source| StoreError::Registry {
+            connect(&path, prepare).map_err(|source| RunsError::Registry {
                 op: "open",
                 path: path.clone(),
                 source,
             })
         }
-        Err(source) => Err(StoreError::Registry {
+        Err(source) => Err(RunsError::Registry {
             op: "open",
             path,
             source,
@@ -56,7 +54,7 @@ pub(super) fn open(
 }
 
 /// Creates the tables, or brings an older registry's up to date.
-pub(super) type Prepare = fn(&Connection) -> rusqlite::Result<()>;
+pub(crate) type Prepare = fn(&Connection) -> rusqlite::Result<()>;
 
 fn connect(path: &Path, prepare: Prepare) -> rusqlite::Result<Connection> {
     let conn =
@@ -68,7 +66,7 @@ fn connect(path: &Path, prepare: Prepare) -> rusqlite::Result<Connection> {
 }
 
 /// No links, private, ours: see the module doc.
-fn protect(layout: &Layout, path: &Path, file_mode: u32, now: UnixMillis) -> Result<()> {
+fn protect(layout: &Layout, path: &Path, file_mode: u32, now: UnixMillis) -> mck_store::Result<()> {
     for side in sidecars(path) {
         if let Ok(m) = fs::symlink_metadata(&side)
             && !m.file_type().is_file()
@@ -111,7 +109,7 @@ fn protect(layout: &Layout, path: &Path, file_mode: u32, now: UnixMillis) -> Res
 
 /// Creates an empty registry file with exactly `file_mode` (SQLite would use 0644 − umask);
 /// another process creating it first is fine.
-fn create(path: &Path, file_mode: u32) -> Result<()> {
+fn create(path: &Path, file_mode: u32) -> mck_store::Result<()> {
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     match rustix::fs::open(path, flags, Mode::from_raw_mode(file_mode)) {
         Ok(fd) => rustix::fs::fchmod(&fd, Mode::from_raw_mode(file_mode))
@@ -130,8 +128,8 @@ fn repair(
     prepare: Prepare,
     why: &str,
 ) -> Result<()> {
-    let lock_path = layout.locks_dir().join("registry.lock");
-    let Some(_guard) = lock::acquire(
+    let lock_path = layout.registry_lock_path();
+    let Some(_guard) = mck_store::lock_file(
         &lock_path,
         "the registry lock (another process is repairing the registry)",
         file_mode,
@@ -142,7 +140,8 @@ fn repair(
             "lock",
             lock_path,
             io::Error::new(io::ErrorKind::TimedOut, "timed out"),
-        ));
+        )
+        .into());
     };
     // Another process may have repaired it while we waited.
     if connect(path, prepare).is_ok() {
@@ -155,7 +154,7 @@ fn repair(
         move_aside(layout, &side, None, now, why)?;
     }
     create(path, file_mode)?;
-    let fresh = connect(path, prepare).map_err(|source| StoreError::Registry {
+    let fresh = connect(path, prepare).map_err(|source| RunsError::Registry {
         op: "create",
         path: path.to_owned(),
         source,
@@ -232,25 +231,16 @@ fn move_aside(
     seen: Option<&Metadata>,
     now: UnixMillis,
     why: &str,
-) -> Result<Option<PathBuf>> {
-    if let (Some(seen), Ok(current)) = (seen, fs::symlink_metadata(path))
-        && !fsutil::same_inode(seen, &current)
-    {
-        return Ok(None);
+) -> mck_store::Result<Option<PathBuf>> {
+    let moved = mck_store::move_into_quarantine(layout.quarantine_dir(), path, seen, now)?;
+    if let Some(dest) = &moved {
+        warn!(
+            "moved {} into quarantine ({why}): {}",
+            path.display(),
+            dest.display()
+        );
     }
-    let dest = super::quarantine::destination(layout.quarantine_dir(), path, now);
-    match fs::rename(path, &dest) {
-        Ok(()) => {
-            warn!(
-                "moved {} into quarantine ({why}): {}",
-                path.display(),
-                dest.display()
-            );
-            Ok(Some(dest))
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(StoreError::io("move into quarantine", path, e)),
-    }
+    Ok(moved)
 }
 
 fn sidecars(path: &Path) -> [PathBuf; 2] {

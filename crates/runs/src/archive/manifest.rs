@@ -6,10 +6,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::super::address::{check_run_id, shorten};
-use super::super::clock::UnixMillis;
-use super::super::key::Digest;
-use super::super::registry::RunEntry;
+use mck_store::{Digest, UnixMillis};
+
+use crate::address::{check_run_id, shorten};
+use crate::registry::{LineError, RunEntry};
+use crate::state::RunState;
 
 /// Format of the manifest.
 pub const EXPORT_FORMAT: u32 = 1;
@@ -21,6 +22,31 @@ pub const MAX_MANIFEST_LEN: u64 = 16 << 20;
 pub const MAX_LINES: usize = 100_000;
 /// The prefix of an entry file's member name (`entries/<digest>`).
 pub const ENTRY_PREFIX: &str = "entries/";
+
+/// What is wrong with a manifest.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("export format {0} is not supported (expected {EXPORT_FORMAT})")]
+    Format(u32),
+    #[error("run id {run:?}: {reason}")]
+    RunId { run: String, reason: String },
+    #[error("{0} lines; a run record may have at most {MAX_LINES}")]
+    TooManyLines(usize),
+    #[error(transparent)]
+    Line(#[from] LineError),
+    #[error("the line for address {0} appears twice")]
+    DuplicateLine(String),
+    #[error("address {0} has two fingerprints as results")]
+    TwoResults(String),
+    #[error("{0} is not an entry file name")]
+    NotEntryName(String),
+    #[error("the checksum of {0} is not a SHA-256")]
+    NotSha256(String),
+    #[error("{0} is listed but no line uses it")]
+    Unused(String),
+    #[error("{0} is used by a line but not listed")]
+    Unlisted(String),
+}
 
 /// The record and each entry file's checksum.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -37,19 +63,16 @@ impl Manifest {
     /// Checks everything the manifest says: format, run id, every line (address, key, digest,
     /// state), no address twice, file names and checksums well formed, a file for every line
     /// that has an artefact and no file that no line uses.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ManifestError> {
         if self.format != EXPORT_FORMAT {
-            return Err(format!(
-                "export format {} is not supported (expected {EXPORT_FORMAT})",
-                self.format
-            ));
+            return Err(ManifestError::Format(self.format));
         }
-        check_run_id(&self.run).map_err(|e| format!("run id {:?}: {e}", shorten(&self.run)))?;
+        check_run_id(&self.run).map_err(|reason| ManifestError::RunId {
+            run: shorten(&self.run),
+            reason,
+        })?;
         if self.entries.len() > MAX_LINES {
-            return Err(format!(
-                "{} lines; a run record may have at most {MAX_LINES}",
-                self.entries.len()
-            ));
+            return Err(ManifestError::TooManyLines(self.entries.len()));
         }
         // A record is append-only: an address may have a conflict line and then its result,
         // but never the same line twice, nor two fingerprints as results.
@@ -63,35 +86,29 @@ impl Manifest {
                 line.key.as_str(),
                 line.state.as_str(),
             )) {
-                return Err(format!(
-                    "the line for address {} appears twice",
-                    shorten(&line.address)
-                ));
+                return Err(ManifestError::DuplicateLine(shorten(&line.address)));
             }
-            if line.state != "conflict"
+            if line.state != RunState::Conflict
                 && let Some(other) = results.insert(line.address.as_str(), line.key.as_str())
                 && other != line.key
             {
-                return Err(format!(
-                    "address {} has two fingerprints as results",
-                    shorten(&line.address)
-                ));
+                return Err(ManifestError::TwoResults(shorten(&line.address)));
             }
-            if line.state != "conflict" {
+            if line.state != RunState::Conflict {
                 used.insert(member_name(&line.digest));
             }
         }
         for (name, sum) in &self.files {
             digest_of(name)?;
             if sum.len() != 64 || !sum.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-                return Err(format!("the checksum of {name} is not a SHA-256"));
+                return Err(ManifestError::NotSha256(name.clone()));
             }
             if !used.contains(name) {
-                return Err(format!("{name} is listed but no line uses it"));
+                return Err(ManifestError::Unused(name.clone()));
             }
         }
         if let Some(missing) = used.iter().find(|n| !self.files.contains_key(*n)) {
-            return Err(format!("{missing} is used by a line but not listed"));
+            return Err(ManifestError::Unlisted(missing.clone()));
         }
         Ok(())
     }
@@ -103,8 +120,8 @@ pub fn member_name(digest: &str) -> String {
 }
 
 /// The digest in a member name `entries/<digest>`.
-pub fn digest_of(name: &str) -> Result<Digest, String> {
+pub fn digest_of(name: &str) -> Result<Digest, ManifestError> {
     name.strip_prefix(ENTRY_PREFIX)
         .and_then(|d| Digest::parse(d).ok())
-        .ok_or_else(|| format!("{} is not an entry file name", shorten(name)))
+        .ok_or_else(|| ManifestError::NotEntryName(shorten(name)))
 }

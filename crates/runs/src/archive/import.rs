@@ -1,0 +1,193 @@
+//! `runs import`: everything is checked before anything is written, in one streaming pass with
+//! bounded memory (see `archive.rs` for the rules). Members are staged as temporary files in
+//! `v1/tmp/` (`Store::stage_entry`); dropping a stage removes them, so an error anywhere leaves the cache as it was.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use mck_store::{StagedEntry, Store, StoreError};
+use serde::Serialize;
+
+use super::manifest::{MANIFEST, MAX_MANIFEST_LEN, Manifest, digest_of};
+use crate::address::shorten;
+use crate::error::{Result, RunsError};
+use crate::registry::Registry;
+use crate::state::RunState;
+
+/// Largest entry file accepted from an archive (also bounded by the cache's size cap).
+pub const MAX_MEMBER_LEN: u64 = 64 << 30;
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ImportReport {
+    pub run: String,
+    pub lines: usize,
+    pub artefacts: usize,
+}
+
+type Members<'a> = tar::Entries<'a, BufReader<File>>;
+
+/// Reads the run archive `file` (from `runs export`) into `store`: its entry files and its run
+/// record. Nothing is written unless every check passes.
+pub fn import_run(store: &Store, file: &Path) -> Result<ImportReport> {
+    let bad = |reason: String| RunsError::Archive {
+        file: file.to_owned(),
+        reason,
+    };
+    let handle = File::open(file).map_err(|e| StoreError::io("open", file, e))?;
+    let mut archive = tar::Archive::new(BufReader::new(handle));
+    // Raw: no GNU long names, PAX headers or sparse maps are interpreted (or buffered);
+    // they are members of other types, refused below.
+    let mut members = archive
+        .entries()
+        .map_err(|e| bad(format!("not a run export: {e}")))?
+        .raw(true);
+    let manifest = read_manifest(&mut members).map_err(bad)?;
+    let registry = Registry::open(store)?;
+    if let Some(existing) = registry.run(&manifest.run)?
+        && existing != manifest.entries
+    {
+        return Err(bad(format!(
+            "run {} already exists here with another record; run records are immutable",
+            manifest.run
+        )));
+    }
+    let staged = stage_members(store, &mut members, &manifest).map_err(bad)?;
+    check_lines(&manifest, &staged).map_err(bad)?;
+    let artefacts = staged.len();
+    for (name, s) in staged {
+        store
+            .publish_staged(s)
+            .map_err(|e| bad(format!("cannot store {name}: {e}")))?;
+    }
+    registry.import_run(&manifest.run, manifest.created_ms, &manifest.entries)?;
+    Ok(ImportReport {
+        run: manifest.run,
+        lines: manifest.entries.len(),
+        artefacts,
+    })
+}
+
+/// Streams every member after the manifest into a verified temporary file.
+fn stage_members(
+    store: &Store,
+    members: &mut Members<'_>,
+    manifest: &Manifest,
+) -> std::result::Result<BTreeMap<String, StagedEntry>, String> {
+    let limit = MAX_MEMBER_LEN.min(store.settings().max_size);
+    let mut staged = BTreeMap::new();
+    for member in members {
+        let mut member = member.map_err(|e| format!("damaged archive: {e}"))?;
+        let name = member_name(&member);
+        if name == MANIFEST {
+            return Err(format!("{MANIFEST} appears twice"));
+        }
+        let Some(sum) = manifest.files.get(&name) else {
+            return Err(format!("{} is not listed in {MANIFEST}", shorten(&name)));
+        };
+        if staged.contains_key(&name) {
+            return Err(format!("{name} appears twice"));
+        }
+        let size = regular_size(&member, &name)?;
+        if size > limit {
+            return Err(format!(
+                "{name} claims {size} bytes, more than the {limit} an entry may have here"
+            ));
+        }
+        let digest = digest_of(&name).map_err(|e| e.to_string())?;
+        let s = store
+            .stage_entry(&mut member, size, sum, &digest)
+            .map_err(|e| format!("{name}: {e}"))?;
+        staged.insert(name, s);
+    }
+    if let Some(missing) = manifest.files.keys().find(|n| !staged.contains_key(*n)) {
+        return Err(format!("{missing} is listed in {MANIFEST} but missing"));
+    }
+    Ok(staged)
+}
+
+/// Reads and checks the first member, which must be the manifest.
+fn read_manifest(members: &mut Members<'_>) -> std::result::Result<Manifest, String> {
+    let mut first = members
+        .next()
+        .ok_or_else(|| format!("empty archive: no {MANIFEST}"))?
+        .map_err(|e| format!("not a run export: {e}"))?;
+    let name = member_name(&first);
+    if name != MANIFEST {
+        return Err(format!(
+            "the first member is {}, not {MANIFEST}: not a run export",
+            shorten(&name)
+        ));
+    }
+    let size = regular_size(&first, &name)?;
+    if size > MAX_MANIFEST_LEN {
+        return Err(format!(
+            "{MANIFEST} claims {size} bytes; at most {MAX_MANIFEST_LEN} are read"
+        ));
+    }
+    let mut bytes = Vec::new();
+    (&mut first)
+        .take(size)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("damaged archive at {MANIFEST}: {e}"))?;
+    if bytes.len() as u64 != size {
+        return Err(format!("{MANIFEST} is truncated"));
+    }
+    let manifest: Manifest =
+        serde_json::from_slice(&bytes).map_err(|e| format!("bad {MANIFEST}: {e}"))?;
+    manifest.check().map_err(|e| format!("{MANIFEST}: {e}"))?;
+    Ok(manifest)
+}
+
+/// Each line with an artefact names the key and state of the entry file staged for it.
+fn check_lines(
+    manifest: &Manifest,
+    staged: &BTreeMap<String, StagedEntry>,
+) -> std::result::Result<(), String> {
+    for line in manifest
+        .entries
+        .iter()
+        .filter(|l| l.state != RunState::Conflict)
+    {
+        let name = super::manifest::member_name(&line.digest);
+        let Some(s) = staged.get(&name) else {
+            return Err(format!("{name} is missing"));
+        };
+        let meta = s.meta();
+        let state = RunState::from(meta.state);
+        if meta.key != line.key || state != line.state {
+            return Err(format!(
+                "{name} holds {} ({state}), but {MANIFEST} says {} ({}) at {}",
+                meta.key, line.key, line.state, line.address
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The member's name as written in its header (raw: no extension headers applied).
+fn member_name(member: &tar::Entry<'_, impl Read>) -> String {
+    String::from_utf8_lossy(&member.path_bytes()).into_owned()
+}
+
+/// The size of a regular-file member; anything else (links, devices, directories, FIFOs,
+/// sparse files, GNU and PAX extension headers) is refused, naming the member.
+fn regular_size(
+    member: &tar::Entry<'_, impl Read>,
+    name: &str,
+) -> std::result::Result<u64, String> {
+    let kind = member.header().entry_type();
+    if !kind.is_file() {
+        return Err(format!(
+            "{} is not a regular file (tar type {:?}): a run export holds only regular files",
+            shorten(name),
+            char::from(kind.as_byte())
+        ));
+    }
+    member
+        .header()
+        .entry_size()
+        .map_err(|e| format!("{}: damaged header: {e}", shorten(name)))
+}

@@ -1,0 +1,108 @@
+//! Eviction never removes an artefact a run record references: the store asks [`RunPins`]
+//! (through `mck_store::Pins`), and a store opened without them keeps everything of a cache
+//! that has run records.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mck_runs::{Registry, RunEntry, RunState, with_pins};
+use mck_store::{CacheKey, EvictReport, ManualClock, Settings, Store};
+use serde_json::json;
+
+const T0: i64 = 1_700_000_000_000;
+const DAY: Duration = Duration::from_secs(86_400);
+
+fn key(i: usize) -> CacheKey {
+    CacheKey::parse(&format!("jit_m{i}-{:064x}", i + 1)).expect("valid key")
+}
+
+fn settings(dir: &std::path::Path) -> Settings {
+    Settings {
+        cache_dir: dir.to_owned(),
+        fsync: false,
+        max_size: 4 * 1400,
+        ttl: DAY,
+        ..Settings::default()
+    }
+}
+
+/// A cache with pins whose cap (see [`settings`]) holds about four 1 KiB entries, and `n` entries stored
+/// two days ago (so all of them may be evicted now).
+fn cache(dir: &std::path::Path, n: usize) -> (Store, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::new(T0));
+    let store = with_pins(Store::open_with_clock(&settings(dir), clock.clone()).unwrap());
+    for i in 0..n {
+        store.put(&key(i), &[i as u8; 1024], &json!({})).unwrap();
+        clock.advance(Duration::from_millis(1));
+    }
+    clock.advance(2 * DAY);
+    (store, clock)
+}
+
+/// Records run `run` with an `ok` line for each of `keys`.
+fn record_run(store: &Store, run: &str, keys: impl Iterator<Item = CacheKey>) {
+    let lines: Vec<RunEntry> = keys
+        .enumerate()
+        .map(|(i, k)| RunEntry {
+            address: format!("proj/step{i}"),
+            key: k.to_string(),
+            digest: k.digest().to_string(),
+            state: RunState::Ok,
+            time_ms: T0,
+            conflict_with: None,
+        })
+        .collect();
+    Registry::open(store)
+        .unwrap()
+        .import_run(run, T0, &lines)
+        .unwrap();
+}
+
+/// `n` entries whose `pinned` oldest a run record references; the cache is then gc'ed.
+fn gc_with_oldest_pinned(n: usize, pinned: usize) -> (tempfile::TempDir, Store, EvictReport) {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _clock) = cache(dir.path(), n);
+    record_run(&store, "r1", (0..pinned).map(key));
+    let report = store.gc().unwrap().eviction;
+    (dir, store, report)
+}
+
+fn present(store: &Store, k: &CacheKey) -> bool {
+    store.read_metadata(k.digest()).unwrap().is_some()
+}
+
+#[test]
+fn eviction_spares_what_run_records_reference() {
+    // The oldest two are referenced: plain LRU would evict them first.
+    let (_dir, store, report) = gc_with_oldest_pinned(10, 2);
+    assert!(report.evicted > 0, "{report:?}");
+    assert!(present(&store, &key(0)) && present(&store, &key(1)));
+    assert!(
+        !present(&store, &key(2)),
+        "the oldest unreferenced entry goes"
+    );
+    assert!(present(&store, &key(9)), "the newest stays under the cap");
+}
+
+#[test]
+fn eviction_goes_past_more_pinned_entries_than_one_batch() {
+    // The 70 oldest are pinned: more than the 64 rows one eviction step looks at.
+    let (_dir, store, report) = gc_with_oldest_pinned(80, 70);
+    assert_eq!(report.evicted, 10, "{report:?}");
+    assert!((0..70).all(|i| present(&store, &key(i))));
+    assert!(
+        report.over_cap_protected,
+        "pinned entries keep it above its cap"
+    );
+}
+
+#[test]
+fn a_store_opened_without_pins_keeps_a_cache_that_has_run_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, clock) = cache(dir.path(), 10);
+    record_run(&store, "r1", (0..2).map(key));
+    drop(store);
+    let bare = Store::open_with_clock(&settings(dir.path()), clock).unwrap();
+    assert_eq!(bare.gc().unwrap().eviction.evicted, 0);
+    assert!((0..10).all(|i| present(&bare, &key(i))));
+}
