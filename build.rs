@@ -106,8 +106,8 @@ fn compile_shim(llvm_config: &Path) {
         "bytecode.cpp",
         "parse.cpp",
         "passes.cpp",
-        "snapshot.cpp",
         "symbols.cpp",
+        "walk.cpp",
     ] {
         let path = Path::new("shim/lib").join(file);
         println!("cargo:rerun-if-changed={}", path.display());

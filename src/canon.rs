@@ -2,10 +2,10 @@
 //!
 //! Steps, with results equal to JAX's order (clone, strip-debuginfo, Mosaic
 //! kernels, Triton kernels, unstable pointers, bytecode), then, opt-in and not
-//! JAX-compatible, canonical private symbols: kernels are handled
-//! before strip-debuginfo only so that errors can still name the op's source
-//! location; the two touch disjoint parts of the IR (attributes vs locations),
-//! so the order does not change the output.
+//! JAX-compatible, canonical private symbols. One walk over the module
+//! (`crate::mlir::walk`) replaces the locations as strip-debuginfo does, finds
+//! the custom calls the later steps rewrite, and, for a borrowed module, saves
+//! what they change; kernel errors name the op's location as it was before.
 
 mod error;
 pub mod kernels;
@@ -20,7 +20,7 @@ pub use options::{KernelMode, Options};
 pub use symbols::Renaming;
 
 use crate::mlir::ops::OpRef;
-use crate::mlir::snapshot::Snapshot;
+use crate::mlir::walk::{CustomCall, Snapshot, WalkMode, walk};
 use crate::mlir::{self, EmitError};
 use melior::ir::{Module, Operation};
 use sha2::{Digest, Sha256};
@@ -69,7 +69,7 @@ impl<'m, 'c> CanonicalModule<'m, 'c> {
         // SAFETY: the module outlives the handles used during this call.
         let op = unsafe { OpRef::from_raw(module.as_operation().to_raw()) };
         // Taken first, so an error below puts the module back as well.
-        let (custom_calls, snapshot) = snapshot_for_canonicalization(op);
+        let (custom_calls, snapshot) = walk(op, walk_mode(options, true));
         let report = canonicalize_steps(op, &custom_calls, options, &mut StepTimes::default())?;
         Ok(Self {
             module: Held::Borrowed {
@@ -164,13 +164,14 @@ pub fn module_name(module: &Module) -> Option<String> {
     Some(String::from_utf8_lossy(name).into_owned())
 }
 
-/// The custom calls of `op` (the only operations whose attributes canonicalization rewrites)
-/// and a snapshot of what canonicalizing it in place changes.
-fn snapshot_for_canonicalization<'m>(op: OpRef<'m>) -> (Vec<(usize, OpRef<'m>)>, Snapshot) {
-    let custom_calls = op.collect_named("stablehlo.custom_call");
-    let rewritten: Vec<OpRef> = custom_calls.iter().map(|&(_, op)| op).collect();
-    let snapshot = Snapshot::take(op, &rewritten);
-    (custom_calls, snapshot)
+/// The walk that canonicalization with `options` starts with: it strips the
+/// locations unless they are kept, and saves what it changes when `save`
+/// (a borrowed module, put back afterwards).
+fn walk_mode(options: &Options, save: bool) -> WalkMode {
+    WalkMode {
+        strip_locations: !options.keep_locations,
+        save,
+    }
 }
 
 /// Canonicalizes the module `op` in place: the library's one implementation,
@@ -179,38 +180,32 @@ pub(crate) fn canonicalize_in_place(
     op: OpRef<'_>,
     options: &Options,
 ) -> Result<Report, CanonError> {
-    let custom_calls = op.collect_named("stablehlo.custom_call");
+    // Nothing saved: this module keeps its canonical form.
+    let (custom_calls, _nothing_to_restore) = walk(op, walk_mode(options, false));
     canonicalize_steps(op, &custom_calls, options, &mut StepTimes::default())
 }
 
-/// Time spent in the in-place steps (`canon --timings`).
+/// Time spent in the steps after the walk (`canon --timings`).
 #[derive(Debug, Default)]
 struct StepTimes {
-    /// The op walk and the kernel stripping.
+    /// Stripping the embedded kernels.
     kernels: Duration,
-    strip_debuginfo: Duration,
 }
 
-/// [`canonicalize_in_place`], recording how long its steps took.
+/// The steps after the walk that found `custom_calls` (and stripped the
+/// locations unless they are kept), recording how long they took.
 fn canonicalize_steps(
     op: OpRef<'_>,
-    custom_calls: &[(usize, OpRef<'_>)],
+    custom_calls: &[CustomCall<'_>],
     options: &Options,
     times: &mut StepTimes,
 ) -> Result<Report, CanonError> {
     let start = Instant::now();
     let mut report = Report::default();
-    if !options.keep_locations {
-        if options.kernels == KernelMode::Strip {
-            report.kernels = kernels::strip_all(custom_calls)?;
-        }
-        times.kernels = start.elapsed();
-        let start = Instant::now();
-        strip_debug_info(op)?;
-        times.strip_debuginfo = start.elapsed();
-    } else {
-        times.kernels = start.elapsed();
+    if !options.keep_locations && options.kernels == KernelMode::Strip {
+        report.kernels = kernels::strip_all(custom_calls)?;
     }
+    times.kernels = start.elapsed();
     if options.ignore_custom_partitioning {
         report.custom_partitioning_removed = partitioning::neutralize(custom_calls);
     }
@@ -228,14 +223,4 @@ fn clone_module<'c>(module: &Module<'c>) -> Result<Module<'c>, CanonError> {
         Operation::from_raw(mlir_sys::mlirOperationClone(module.as_operation().to_raw()))
     };
     Module::from_operation(clone).ok_or(CanonError::NotAModule)
-}
-
-/// Runs upstream `strip-debuginfo` on `op`.
-fn strip_debug_info(op: OpRef<'_>) -> Result<(), CanonError> {
-    // SAFETY: `op` is live for this call.
-    let stripped = unsafe { mlir::ffi::mckStripDebugInfo(op.to_raw()) };
-    if stripped.value == 0 {
-        return Err(CanonError::StripDebugInfo);
-    }
-    Ok(())
 }

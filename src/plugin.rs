@@ -8,7 +8,7 @@
 use crate::canon::{self, KernelMode, Options};
 use crate::mlir::ffi::{self, MckPassOptions};
 use crate::mlir::ops::OpRef;
-use mlir_sys::{MlirLogicalResult, MlirOperation};
+use mlir_sys::{MlirLocation, MlirLogicalResult, MlirOperation};
 use std::ffi::{CString, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -62,14 +62,15 @@ fn result(ok: bool) -> MlirLogicalResult {
     }
 }
 
-/// Reports `message` as an error diagnostic on `op`, as mlir-opt shows them.
+/// Reports `message` as an error diagnostic at `location` (the module's, taken
+/// before canonicalization stripped it), as mlir-opt shows them.
 ///
 /// # Safety
-/// `op` is a live operation.
-unsafe fn emit_error(op: MlirOperation, message: &str) {
+/// `location` belongs to a live context.
+unsafe fn emit_error(location: MlirLocation, message: &str) {
     let message = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
-    // SAFETY: live operation; MLIR copies the message.
-    unsafe { mlir_sys::mlirEmitError(mlir_sys::mlirOperationGetLocation(op), message.as_ptr()) }
+    // SAFETY: live location; MLIR copies the message.
+    unsafe { mlir_sys::mlirEmitError(location, message.as_ptr()) }
 }
 
 /// Runs a pass body, turning a panic into a failed pass with an error on `op`.
@@ -81,6 +82,8 @@ unsafe fn guarded(
     pass: &str,
     body: impl FnOnce() -> MlirLogicalResult,
 ) -> MlirLogicalResult {
+    // SAFETY: live operation (the caller's contract).
+    let location = unsafe { mlir_sys::mlirOperationGetLocation(op) };
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(result) => result,
         Err(panic) => {
@@ -89,8 +92,8 @@ unsafe fn guarded(
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            // SAFETY: `op` is the pass's live module (the caller's contract).
-            unsafe { emit_error(op, &format!("{pass}: internal error: {what}")) };
+            // SAFETY: the location of the pass's live module.
+            unsafe { emit_error(location, &format!("{pass}: internal error: {what}")) };
             result(false)
         }
     }
@@ -126,11 +129,13 @@ unsafe fn canonicalize_body(
     let options = unsafe { options_from(options) };
     // SAFETY: mlir-opt owns the module for the duration of the pass.
     let module = unsafe { OpRef::from_raw(op) };
+    // SAFETY: live module; taken before its location is stripped.
+    let location = unsafe { mlir_sys::mlirOperationGetLocation(op) };
     match canon::canonicalize_in_place(module, &options) {
         Ok(_) => result(true),
         Err(e) => {
-            // SAFETY: live module.
-            unsafe { emit_error(op, &format!("cache-key-canonicalize: {e}")) };
+            // SAFETY: live context.
+            unsafe { emit_error(location, &format!("cache-key-canonicalize: {e}")) };
             result(false)
         }
     }
@@ -161,8 +166,13 @@ unsafe fn digest_body(op: MlirOperation, options: *const MckPassOptions) -> Mlir
             result(true)
         }
         Err(e) => {
-            // SAFETY: live module.
-            unsafe { emit_error(op, &format!("cache-key-digest: {e}")) };
+            // SAFETY: live module, put back as it was (its location too).
+            unsafe {
+                emit_error(
+                    mlir_sys::mlirOperationGetLocation(op),
+                    &format!("cache-key-digest: {e}"),
+                )
+            };
             result(false)
         }
     }

@@ -1,13 +1,16 @@
 //! The library canonicalizes a borrowed module in place and puts it back: every corpus module
 //! reads back byte for byte as it was (locations and attributes included), and its canonical
-//! bytes equal those of a module canonicalized as the CLI does (owned, never put back).
+//! bytes equal those of a module canonicalized as the CLI does (owned, never put back); and the
+//! library path walks the module once.
 
 mod common;
 
 use common::{corpus, read};
 use melior::ir::Module;
 use mlir_cache_key::canon::{CanonicalModule, KernelMode, Options};
-use mlir_cache_key::mlir::{PRODUCER, new_context, parse_module, write_bytecode_with};
+use mlir_cache_key::mlir::{
+    PRODUCER, new_context, parse_module, walks_on_this_thread, write_bytecode_with,
+};
 
 /// The module as it is, locations included: bytecode as any tool would write it.
 fn as_is(module: &Module) -> Vec<u8> {
@@ -113,4 +116,39 @@ fn an_error_midway_puts_the_module_back() {
         .expect_err("a config that is not JSON");
     assert!(error.to_string().contains("backend_config"), "{error}");
     assert!(as_is(&module) == before, "not put back after: {error}");
+}
+
+#[test]
+fn the_library_path_walks_the_module_once() {
+    // Kernels of both kinds (stripped by the container rewriter, which walks no MLIR module).
+    for file in [
+        "tpu/tpu_pallas_add.a.generic.mlir",
+        "gpu/cuda_pallas_triton_add.a.generic.mlir",
+    ] {
+        let context = new_context();
+        let mut module = parse_module(&context, &read(&corpus(file)), file).expect("parse");
+        let before = walks_on_this_thread();
+        let digest = {
+            let canonical = CanonicalModule::of(&mut module, &Options::default()).expect("canon");
+            assert!(
+                !canonical.report().kernels.is_empty(),
+                "{file}: no kernel found"
+            );
+            canonical.digest().expect("digest")
+        };
+        assert_eq!(
+            walks_on_this_thread() - before,
+            1,
+            "{file}: walks of one digest"
+        );
+        let before = walks_on_this_thread();
+        let fresh = parse_module(&context, &read(&corpus(file)), file).expect("parse");
+        let owned = CanonicalModule::from_owned(fresh, &Options::default()).expect("canon");
+        assert_eq!(
+            walks_on_this_thread() - before,
+            1,
+            "{file}: walks of the owned path"
+        );
+        assert_eq!(owned.digest().expect("digest"), digest, "{file}");
+    }
 }

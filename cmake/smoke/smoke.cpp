@@ -62,7 +62,12 @@ int main() {
   check(badDiagnostics.find("bad.mlir:") != std::string::npos, "diagnostics name the input");
 
   MlirOperation op = wrap(unwrap(module).getOperation());
-  check(mlirLogicalResultIsSuccess(mckStripDebugInfo(op)), "strip-debuginfo runs");
+  MckWalk *walk = mckWalk(op, /*strip=*/true, /*save=*/false);
+  size_t customCalls = 1;
+  mckWalkCustomCalls(walk, &customCalls);
+  check(customCalls == 0, "the walk finds no custom call");
+  check(mckWalkFinish(walk), "the walk finishes");
+  check(mckWalksOnThisThread() == 1, "one walk counted");
   std::string text;
   {
     llvm::raw_string_ostream os(text);

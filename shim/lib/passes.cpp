@@ -7,9 +7,7 @@
 #include "mlir/CAPI/Support.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Transforms/Passes.h"
 
 namespace {
 MckPassCallback canonicalizeCallback = nullptr;
@@ -99,15 +97,4 @@ void mckRegisterPasses(MckPassCallback canonicalize, MckPassCallback digest) {
   registered = true;
   mlir::PassRegistration<CanonicalizePass>();
   mlir::PassRegistration<DigestPass>();
-}
-
-// Upstream strip-debuginfo on `op`, without the verifier afterwards: the
-// canonicalizer only removes locations, which cannot make valid IR invalid.
-MlirLogicalResult mckStripDebugInfo(MlirOperation op) {
-  mlir::Operation *operation = unwrap(op);
-  mlir::PassManager pm(operation->getContext(),
-                       operation->getName().getStringRef());
-  pm.enableVerifier(false);
-  pm.addPass(mlir::createStripDebugInfoPass());
-  return wrap(pm.run(operation));
 }

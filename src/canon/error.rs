@@ -13,8 +13,6 @@ pub enum CanonError {
         attribute: String,
         reason: String,
     },
-    #[error("strip-debuginfo failed")]
-    StripDebugInfo,
     #[error("renaming private symbols failed: an operation rejected its updated properties")]
     CanonicalSymbols,
     #[error("the top-level operation is not a builtin.module")]

@@ -12,6 +12,7 @@ mod triton;
 
 use super::CanonError;
 use crate::mlir::ops::OpRef;
+use crate::mlir::walk::CustomCall;
 use serde::Serialize;
 
 /// Call targets of the custom calls that carry kernels.
@@ -74,7 +75,7 @@ pub struct KernelReport {
 struct Site<'m> {
     op: OpRef<'m>,
     custom_call: usize,
-    operation: usize,
+    call: CustomCall<'m>,
     kind: KernelKind,
 }
 
@@ -87,8 +88,8 @@ impl Site<'_> {
                 KernelKind::Mosaic => "Mosaic",
                 KernelKind::Triton => "Triton",
             },
-            self.operation,
-            shorten(&self.op.location_text(), 160),
+            self.call.position,
+            shorten(&self.call.location_text(), 160),
         )
     }
 
@@ -106,8 +107,8 @@ impl Site<'_> {
         }
         KernelReport {
             custom_call: self.custom_call,
-            operation: self.operation,
-            location: self.op.location_text(),
+            operation: self.call.position,
+            location: self.call.location_text(),
             kind: self.kind,
             payload,
             action,
@@ -123,12 +124,11 @@ fn shorten(text: &str, max: usize) -> String {
 }
 
 /// Strips every embedded kernel among `custom_calls`, in order.
-pub(super) fn strip_all(
-    custom_calls: &[(usize, OpRef<'_>)],
-) -> Result<Vec<KernelReport>, CanonError> {
+pub(super) fn strip_all(custom_calls: &[CustomCall<'_>]) -> Result<Vec<KernelReport>, CanonError> {
     let mut reports = Vec::new();
-    for (index, &(operation, op)) in custom_calls.iter().enumerate() {
-        let target = op
+    for (index, &call) in custom_calls.iter().enumerate() {
+        let target = call
+            .op
             .attribute("call_target_name")
             .and_then(|a| a.string_bytes());
         let kind = match target {
@@ -137,9 +137,9 @@ pub(super) fn strip_all(
             _ => continue,
         };
         let site = Site {
-            op,
+            op: call.op,
             custom_call: index,
-            operation,
+            call,
             kind,
         };
         reports.push(match kind {

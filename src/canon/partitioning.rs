@@ -1,15 +1,15 @@
 //! Unstable pointers: `CustomSPMDPartitioning` custom calls carry a process
 //! address in `backend_config` that differs on every run.
 
-use crate::mlir::ops::OpRef;
+use crate::mlir::walk::CustomCall;
 
 const TARGET: &[u8] = b"CustomSPMDPartitioning";
 const REPLACEMENT: &[u8] = b"REMOVED";
 
 /// Replaces each such `backend_config` by `"REMOVED"`; returns how many.
-pub(super) fn neutralize(custom_calls: &[(usize, OpRef<'_>)]) -> usize {
+pub(super) fn neutralize(custom_calls: &[CustomCall<'_>]) -> usize {
     let mut removed = 0;
-    for &(_, op) in custom_calls {
+    for &CustomCall { op, .. } in custom_calls {
         let target = op
             .attribute("call_target_name")
             .and_then(|a| a.string_bytes());

@@ -1,8 +1,9 @@
 //! Where canonicalization time goes: each step timed on its own, for
 //! `mlir-cache-key canon --timings` and the benchmarks.
 
-use super::{CanonError, Options, StepTimes, canonicalize_steps, snapshot_for_canonicalization};
+use super::{CanonError, Options, StepTimes, canonicalize_steps, walk_mode};
 use crate::mlir::ops::OpRef;
+use crate::mlir::walk::walk;
 use crate::mlir::{self, parse_module};
 use melior::Context;
 
@@ -13,12 +14,11 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Timings {
     pub parse: Duration,
-    /// Finding the custom calls and saving what canonicalization changes
-    /// (library path only: the CLI owns its module).
-    pub snapshot: Duration,
+    /// The one walk: saving the locations and replacing them (strip-debuginfo),
+    /// finding the custom calls and saving their attributes.
+    pub walk: Duration,
     /// Stripping embedded kernels.
     pub kernels: Duration,
-    pub strip_debuginfo: Duration,
     /// Writing bytecode into memory.
     pub write: Duration,
     /// SHA-256 over the written bytes.
@@ -35,9 +35,8 @@ impl Timings {
     pub fn rows(&self) -> Vec<(&'static str, Duration)> {
         vec![
             ("parse", self.parse),
-            ("snapshot", self.snapshot),
+            ("walk+strip-debuginfo", self.walk),
             ("kernels", self.kernels),
-            ("strip-debuginfo", self.strip_debuginfo),
             ("write", self.write),
             ("hash", self.hash),
             ("write+hash (streamed)", self.write_and_hash_streamed),
@@ -64,7 +63,7 @@ pub fn measure(
     let module = module?;
     // SAFETY: `module` outlives `op`.
     let op = unsafe { OpRef::from_raw(module.as_operation().to_raw()) };
-    let ((custom_calls, snapshot), snapshot_time) = timed(|| snapshot_for_canonicalization(op));
+    let ((custom_calls, snapshot), walk_time) = timed(|| walk(op, walk_mode(options, true)));
     let mut steps = StepTimes::default();
     canonicalize_steps(op, &custom_calls, options, &mut steps)?;
     let (bytes, write) = timed(|| {
@@ -83,9 +82,8 @@ pub fn measure(
     let (_, restore) = timed(|| snapshot.restore());
     Ok(Timings {
         parse,
-        snapshot: snapshot_time,
+        walk: walk_time,
         kernels: steps.kernels,
-        strip_debuginfo: steps.strip_debuginfo,
         write,
         hash,
         write_and_hash_streamed,

@@ -97,61 +97,6 @@ impl<'m> OpRef<'m> {
             }
         }
     }
-
-    /// The operation's location as MLIR prints it, e.g. `loc("a.py":3:1)`.
-    pub(crate) fn location_text(self) -> String {
-        let mut out = String::new();
-        // SAFETY: live operation; the printer callback appends to `out`.
-        unsafe {
-            mlirLocationPrint(
-                mlirOperationGetLocation(self.raw),
-                Some(append_text),
-                (&mut out as *mut String).cast(),
-            )
-        };
-        out
-    }
-
-    /// Every operation nested in this one (itself included) named `name`, in
-    /// pre-order, each with its pre-order index among all operations.
-    pub(crate) fn collect_named(self, name: &str) -> Vec<(usize, OpRef<'m>)> {
-        struct Search<'n> {
-            name: &'n [u8],
-            visited: usize,
-            found: Vec<(usize, MlirOperation)>,
-        }
-        unsafe extern "C" fn visit(op: MlirOperation, data: *mut c_void) -> MlirWalkResult {
-            // SAFETY: `data` is the `Search` below; `op` is live during the walk.
-            unsafe {
-                let search = &mut *(data as *mut Search);
-                if bytes_of(mlirIdentifierStr(mlirOperationGetName(op))) == search.name {
-                    search.found.push((search.visited, op));
-                }
-                search.visited += 1;
-            }
-            MlirWalkResult_MlirWalkResultAdvance
-        }
-        let mut search = Search {
-            name: name.as_bytes(),
-            visited: 0,
-            found: Vec::new(),
-        };
-        // SAFETY: the walk does not outlive `search`.
-        unsafe {
-            mlirOperationWalk(
-                self.raw,
-                Some(visit),
-                (&mut search as *mut Search).cast(),
-                MlirWalkOrder_MlirWalkPreOrder,
-            )
-        };
-        search
-            .found
-            .into_iter()
-            // SAFETY: nested operations live as long as this one.
-            .map(|(index, raw)| (index, unsafe { OpRef::from_raw(raw) }))
-            .collect()
-    }
 }
 
 impl<'m> Attr<'m> {
@@ -187,6 +132,21 @@ impl<'m> Attr<'m> {
             )
         }
     }
+}
+
+/// A location as MLIR prints it, e.g. `loc("a.py":3:1)` (locations are uniqued in their context,
+/// which outlives every module that uses them).
+pub(crate) fn location_text(location: MlirLocation) -> String {
+    let mut out = String::new();
+    // SAFETY: a location of a live context; the printer callback appends to `out`.
+    unsafe {
+        mlirLocationPrint(
+            location,
+            Some(append_text),
+            (&mut out as *mut String).cast(),
+        )
+    };
+    out
 }
 
 unsafe extern "C" fn append_text(text: MlirStringRef, data: *mut c_void) {

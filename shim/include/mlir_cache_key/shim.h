@@ -2,8 +2,9 @@
  *
  * MLIR's C API cannot set the bytecode producer string, render parse
  * diagnostics against the source buffer, or define a pass with options; these
- * few functions do. Rust reads this header through bindgen (build.rs), so this
- * file is the single source of truth for the FFI boundary. */
+ * few functions do, as does the one walk canonicalization makes over a
+ * module. Rust reads this header through bindgen (build.rs), so this file is
+ * the single source of truth for the FFI boundary. */
 #ifndef MLIR_CACHE_KEY_SHIM_H
 #define MLIR_CACHE_KEY_SHIM_H
 
@@ -35,11 +36,6 @@ MlirModule mckParseModule(MlirContext context, MlirStringRef source,
                           MlirStringCallback diagnostics,
                           void *diagnosticsData);
 
-/* Runs the upstream strip-debuginfo pass on `op` (every operation and block
- * argument location becomes loc(unknown)), with the verifier off: the pass
- * only replaces locations. */
-MlirLogicalResult mckStripDebugInfo(MlirOperation op);
-
 /* Renames the private func.func symbols at the top level of the module `op`
  * to private_0, private_1, ... in order of first reference, breadth first
  * from the public symbols (unreferenced ones last, in module order), and
@@ -50,17 +46,36 @@ MlirLogicalResult mckStripDebugInfo(MlirOperation op);
  * -2 when an operation rejected its rewritten properties. */
 int64_t mckCanonicalizePrivateSymbols(MlirOperation op);
 
-/* What canonicalization in place changes in the module `root`: every
- * operation's and block argument's location, and all attributes (inherent and
- * discardable) of the `count` operations in `rewritten`. */
-typedef struct MckSnapshot MckSnapshot;
-MckSnapshot *mckSnapshotTake(MlirOperation root, const MlirOperation *rewritten,
-                             size_t count);
+/* A stablehlo.custom_call found by mckWalk: the operation, its index in
+ * pre-order among all operations of the walk's root (the root is 0), and its
+ * location as it was before the walk. */
+typedef struct MckCustomCall {
+  MlirOperation op;
+  size_t position;
+  MlirLocation location;
+} MckCustomCall;
 
-/* Puts back what `snapshot` saved and frees it. Returns false when an
- * operation's attributes do not read back exactly as saved. No operation of
- * the snapshot may have been erased since it was taken. */
-bool mckSnapshotRestore(MckSnapshot *snapshot);
+/* One pre-order walk of `root`: collects its stablehlo.custom_call ops and,
+ * when `strip`, replaces every operation's and block argument's location by
+ * loc(unknown) (exactly what upstream strip-debuginfo does, the root
+ * included). When `save`, it also saves what canonicalization in place
+ * changes: those locations and all attributes (inherent and discardable) of
+ * the custom calls, for mckWalkFinish to put back. */
+typedef struct MckWalk MckWalk;
+MckWalk *mckWalk(MlirOperation root, bool strip, bool save);
+
+/* The custom calls the walk found, in pre-order; `count` receives how many.
+ * Valid until mckWalkFinish. */
+const MckCustomCall *mckWalkCustomCalls(const MckWalk *walk, size_t *count);
+
+/* Puts back what the walk saved (nothing unless `save`) and frees it. Returns
+ * false when an operation's attributes do not read back exactly as saved. No
+ * operation the walk saw may have been erased since. */
+bool mckWalkFinish(MckWalk *walk);
+
+/* How many times mckWalk ran on the calling thread (for tests that count the
+ * walks of one canonicalization). */
+uint64_t mckWalksOnThisThread(void);
 
 /* Options of the cache-key passes, as parsed by mlir-opt. */
 typedef struct MckPassOptions {

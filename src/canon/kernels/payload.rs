@@ -10,6 +10,7 @@
 use super::{PayloadInfo, StripMethod};
 use crate::bytecode::{self, StripOutput};
 use crate::mlir::ops::OpRef;
+use crate::mlir::walk::{WalkMode, walk};
 use crate::mlir::{self, parse_module};
 use melior::ContextRef;
 
@@ -82,8 +83,12 @@ fn strip_with_mlir(anchor: OpRef<'_>, bytes: &[u8], info: &PayloadInfo) -> Resul
         return Err("reads it, but not losslessly (writing it back changes its bytes)".into());
     }
     // SAFETY: the module is live and owned here.
-    if unsafe { mlir::ffi::mckStripDebugInfo(module.as_operation().to_raw()) }.value == 0 {
-        return Err("strip-debuginfo failed on the kernel".into());
-    }
+    let kernel = unsafe { OpRef::from_raw(module.as_operation().to_raw()) };
+    // The walk's strip-debuginfo; nothing to find or put back in a kernel.
+    let mode = WalkMode {
+        strip_locations: true,
+        save: false,
+    };
+    drop(walk(kernel, mode));
     write()
 }
