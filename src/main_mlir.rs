@@ -4,6 +4,6 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    mck_cli::front::take_hand_over_marker();
+    mck_cli::handover::take_marker();
     mlir_cache_key::cli::main()
 }

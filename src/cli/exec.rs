@@ -21,7 +21,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     };
     let mut read_once = None;
     if exec.direct
-        && !mck_cli::front::direct_already_missed()
+        && !mck_cli::handover::direct_already_missed()
         && let Some(code) = exec.direct_hit(&mut read_once)?
     {
         return Ok(code);

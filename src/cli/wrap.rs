@@ -49,7 +49,7 @@ fn wrap(
         Prepared::Cache(wrap) => wrap,
     };
     if wrap.direct
-        && !mck_cli::front::direct_already_missed()
+        && !mck_cli::handover::direct_already_missed()
         && let Some(code) = wrap.direct_hit(canon)?
     {
         return Ok(code);

@@ -1,13 +1,15 @@
 //! The `mlir-cache-key` binary users run. It serves a direct-mode hit of `exec` or `wrap` (or
-//! of a symlink named after a compiler) itself, without MLIR: linking libMLIR/libLLVM costs every process ~20 ms of symbol resolution and ~85 MB
-//! of resident memory before it does anything. Everything else — other commands, stdin input,
-//! `--no-direct`, a direct miss — it hands to the MLIR binary installed beside it, which
+//! of a symlink named after a compiler) itself, without MLIR: linking libMLIR/libLLVM costs
+//! every process ~20 ms of symbol resolution and ~85 MB of resident memory before it does
+//! anything. Everything else — other commands, stdin input, `--no-direct`, a direct miss — it
+//! hands to the MLIR binary installed beside it, which
 //! replaces this process with the same arguments (and `argv[0]`, so a symlink named after a
-//! compiler still wraps that compiler).
+//! compiler still wraps that compiler); the names and the marker it sets are in `handover`.
 
 use crate::error::{CliError, Failure};
 use crate::exec::{Exec, Opened};
 use crate::flags::CanonFlags;
+use crate::handover::{self, FRONT_BINARY, MLIR_BINARY};
 use crate::settings::CacheOptions;
 use crate::wrap::{Prepared, masquerade_command, masquerade_flags};
 use crate::{compilers, input, logging};
@@ -15,15 +17,6 @@ use clap::Parser;
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
 use std::process::{Command, ExitCode};
-use std::sync::OnceLock;
-
-/// The front binary's file name.
-pub const FRONT_BINARY: &str = "mlir-cache-key";
-/// The binary that links MLIR and runs every command, installed beside the front one.
-pub const MLIR_BINARY: &str = "mlir-cache-key-mlir";
-/// Set by the front binary when it handed over after a direct miss: the MLIR binary does not
-/// look the manifest up again (nor count a second remote miss).
-const DIRECT_MISSED: &str = "MLIR_CACHE_KEY_DIRECT_MISSED";
 
 /// What the front binary recognizes: `exec` and `wrap`, with the global option they share.
 #[derive(Parser)]
@@ -166,7 +159,7 @@ fn hand_over(missed: bool) -> ExitCode {
     let mut command = Command::new(&binary);
     command.arg0(argv0).args(args);
     if missed {
-        command.env(DIRECT_MISSED, "1");
+        handover::mark_direct_missed(&mut command);
     }
     let error = command.exec();
     eprintln!(
@@ -174,22 +167,4 @@ fn hand_over(missed: bool) -> ExitCode {
         binary.display()
     );
     ExitCode::from(Failure::Other.code())
-}
-
-static MISSED: OnceLock<bool> = OnceLock::new();
-
-/// The MLIR binary's first step: takes the front binary's marker out of the environment, so
-/// the compiler (which may be another mlir-cache-key) does not inherit it.
-pub fn take_hand_over_marker() {
-    let missed = std::env::var_os(DIRECT_MISSED).is_some();
-    if missed {
-        // SAFETY: called first thing in `main`, before this process starts any thread.
-        unsafe { std::env::remove_var(DIRECT_MISSED) };
-    }
-    let _ = MISSED.set(missed);
-}
-
-/// Whether the front binary already missed the direct lookup of this exec.
-pub fn direct_already_missed() -> bool {
-    MISSED.get().copied().unwrap_or(false)
 }

@@ -1,8 +1,8 @@
 //! The MLIR-free half of the `mlir-cache-key` command line: argument types, errors and exit
 //! codes, inputs, cache settings, logging, the known compilers' argument shapes, and `exec`
-//! and `wrap` up to a direct-mode hit. The front binary (`front`) is built from it alone and
-//! so starts without MLIR; the MLIR binary (the root crate's CLI) uses the same pieces for
-//! everything else.
+//! and `wrap` up to a direct-mode hit, and the hand-over between the two binaries
+//! (`handover`). The front binary (`front`) is built from it alone and so starts without MLIR;
+//! the MLIR binary (the root crate's CLI) uses the same pieces for everything else.
 
 pub mod address_args;
 pub mod compilers;
@@ -10,6 +10,7 @@ pub mod error;
 pub mod exec;
 pub mod flags;
 pub mod front;
+pub mod handover;
 pub mod input;
 pub mod logging;
 pub mod raw_digest;

@@ -179,8 +179,8 @@ fn resolve(program: &OsStr) -> Result<PathBuf, CliError> {
         .into_iter()
         .flat_map(|exe| {
             [
-                exe.with_file_name(crate::front::FRONT_BINARY),
-                exe.with_file_name(crate::front::MLIR_BINARY),
+                exe.with_file_name(crate::handover::FRONT_BINARY),
+                exe.with_file_name(crate::handover::MLIR_BINARY),
                 exe,
             ]
         })
