@@ -19,6 +19,7 @@ mod output;
 mod progress;
 mod run_status;
 mod runs;
+mod show_exec;
 mod stored;
 mod why;
 mod wrap;

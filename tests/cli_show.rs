@@ -114,3 +114,157 @@ fn show_by_key_and_address_and_why_between_stored_keys() {
         "{why_json}"
     );
 }
+
+/// The stored entry's `cache show --json`, and its text.
+fn show(cache: &Path, key: &str) -> (serde_json::Value, String) {
+    let json = serde_json::from_slice(&success(
+        bin()
+            .args(["cache", "show", key, "--json", "--cache-dir"])
+            .arg(cache),
+    ))
+    .unwrap();
+    let shown = text(success(
+        bin().args(["cache", "show", key, "--cache-dir"]).arg(cache),
+    ));
+    (json, shown)
+}
+
+#[test]
+fn show_of_an_exec_entry_names_its_compiler_arguments_environment_and_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let compiler = dir.join("compiler.sh");
+    common::write_compiler(&compiler, "v1");
+    let module = dir.join("a.mlir");
+    std::fs::copy(corpus("cpu/mlp.a.generic.mlir"), &module).unwrap();
+    let out = dir.join("out.bin");
+    let cache = dir.join("cache");
+    success(
+        bin()
+            .env("RUNS", dir.join("runs"))
+            .env("DECLARED", "on")
+            .env_remove("UNSET_ONE")
+            .env(
+                "XLA_FLAGS",
+                "--xla_cpu_enable_fast_math=true --xla_dump_to=/tmp/d",
+            )
+            .args([
+                "exec",
+                "--no-direct",
+                "--env",
+                "DECLARED",
+                "--env",
+                "UNSET_ONE",
+            ])
+            .args([
+                "--compiler-check",
+                "command:echo mycc 1.2.3; echo second line",
+            ])
+            .arg("--cache-dir")
+            .arg(&cache)
+            .arg("--input")
+            .arg(&module)
+            .arg("--output")
+            .arg(&out)
+            .arg("--")
+            .arg(&compiler)
+            .arg(&module)
+            .arg(&out)
+            .arg("-O2"),
+    );
+    let key = keys(dir).pop().expect("one entry");
+    let canonical = text(success(bin().args(["canon", "--digest"]).arg(&module)));
+    let canonical = canonical.trim();
+
+    let (json, shown) = show(&cache, &key);
+    let exec = &json["exec"];
+    let resolved = std::fs::canonicalize(&compiler).unwrap();
+    assert_eq!(
+        std::fs::canonicalize(exec["compiler"]["path"].as_str().expect("a path")).unwrap(),
+        resolved,
+        "{exec}"
+    );
+    assert_eq!(exec["compiler"]["version"], "mycc 1.2.3", "{exec}");
+    assert!(
+        exec["compiler"]["identity"]
+            .as_str()
+            .unwrap()
+            .starts_with("command:")
+    );
+    assert_eq!(
+        exec["arguments"],
+        serde_json::json!(["{input}", "{output}", "-O2"])
+    );
+    assert_eq!(
+        exec["environment"],
+        serde_json::json!({"DECLARED": "on", "UNSET_ONE": null})
+    );
+    assert_eq!(
+        exec["xla_flags"],
+        serde_json::json!(["--xla_cpu_enable_fast_math=true"])
+    );
+    assert_eq!(
+        exec["xla_flags_left_out"],
+        serde_json::json!(["--xla_dump_to=/tmp/d"])
+    );
+    assert_eq!(exec["input"]["canonical_sha256"], canonical, "{exec}");
+    for line in [
+        format!(
+            "compiler     {}",
+            exec["compiler"]["path"].as_str().unwrap()
+        ),
+        "  version    mycc 1.2.3".to_string(),
+        "arguments    {input} {output} -O2".to_string(),
+        "environment  DECLARED=on, UNSET_ONE unset".to_string(),
+        "XLA flags    --xla_cpu_enable_fast_math=true".to_string(),
+        "  left out   --xla_dump_to=/tmp/d".to_string(),
+        format!("input        canonical sha256 {canonical} ("),
+    ] {
+        assert!(shown.contains(&line), "no {line:?} in:\n{shown}");
+    }
+
+    // An entry stored before the compiler's path and version were recorded still shows the
+    // rest, from its key record.
+    let mut old = json["ingredients"].clone();
+    old.as_object_mut().unwrap().remove("exec");
+    let record = dir.join("old.json");
+    std::fs::write(&record, old.to_string()).unwrap();
+    let old_key = format!("old-{}", "ab".repeat(32));
+    success(
+        bin()
+            .args(["cache", "put", &old_key])
+            .arg(&out)
+            .arg("--record")
+            .arg(&record)
+            .arg("--cache-dir")
+            .arg(&cache),
+    );
+    let (old_json, old_shown) = show(&cache, &old_key);
+    assert_eq!(
+        old_json["exec"]["compiler"]["path"],
+        serde_json::Value::Null
+    );
+    assert_eq!(old_json["exec"]["arguments"], exec["arguments"]);
+    assert!(
+        old_shown.contains("compiler     (path not recorded)"),
+        "{old_shown}"
+    );
+    assert!(old_shown.contains("  version    not known"), "{old_shown}");
+
+    // Not an exec entry: no exec part.
+    let plain = dir.join("plain.json");
+    std::fs::write(&plain, "{}").unwrap();
+    let plain_key = format!("plain-{}", "cd".repeat(32));
+    success(
+        bin()
+            .args(["cache", "put", &plain_key])
+            .arg(&out)
+            .arg("--record")
+            .arg(&plain)
+            .arg("--cache-dir")
+            .arg(&cache),
+    );
+    let (plain_json, plain_shown) = show(&cache, &plain_key);
+    assert!(plain_json.get("exec").is_none(), "{plain_json}");
+    assert!(!plain_shown.contains("compiler "), "{plain_shown}");
+}

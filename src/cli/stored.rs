@@ -4,6 +4,7 @@
 use super::error::CliError;
 use super::key::explain_lines;
 use super::output::utc;
+use super::show_exec::ExecShown;
 use crate::key::KeyRecord;
 use crate::runs::Registry;
 use crate::store::{CacheKey, Digest, EntryMeta, EntryState, Store};
@@ -56,6 +57,9 @@ struct Shown<'a> {
     schema: &'static str,
     #[serde(flatten)]
     meta: &'a EntryMeta,
+    /// An exec entry's compiler, arguments, environment and input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exec: Option<ExecShown>,
 }
 
 /// `cache show` as JSON.
@@ -63,10 +67,11 @@ pub fn json(meta: &EntryMeta) -> Result<String, CliError> {
     super::output::json_text(&Shown {
         schema: SHOW_SCHEMA,
         meta,
+        exec: ExecShown::of(&meta.ingredients),
     })
 }
 
-/// `cache show` as text: the entry, then its record's flags and trace.
+/// `cache show` as text: the entry, an exec entry's compilation, then its record's trace.
 pub fn text(meta: &EntryMeta) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "key          {}", meta.key);
@@ -90,6 +95,9 @@ pub fn text(meta: &EntryMeta) -> String {
         meta.artefact_size, meta.payload_sha256
     );
     let _ = writeln!(out, "created      {}", utc(meta.created_ms));
+    if let Some(exec) = ExecShown::of(&meta.ingredients) {
+        out.push_str(&exec.text());
+    }
     match serde_json::from_value::<KeyRecord>(meta.ingredients.clone()) {
         Ok(record) => {
             out.push_str("ingredients:\n");

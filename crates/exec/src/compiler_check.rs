@@ -130,6 +130,28 @@ pub fn identify(
     }
 }
 
+/// The compiler's version line, when `check` gives one: a `string:` check's value, or the
+/// first line a `command:` check prints (run again, once per new entry); `None` otherwise.
+pub fn version_line(check: &CompilerCheck) -> Option<String> {
+    match check {
+        CompilerCheck::String(value) => Some(value.clone()),
+        CompilerCheck::Command(cmd) => {
+            let out = std::process::Command::new("sh")
+                .args(["-c", cmd])
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()
+                .filter(|out| out.status.success())?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            text.lines()
+                .map(str::trim)
+                .find(|line| !line.is_empty())
+                .map(str::to_string)
+        }
+        CompilerCheck::Content | CompilerCheck::Mtime | CompilerCheck::None => None,
+    }
+}
+
 /// Finds `command` like the shell would.
 pub fn resolve(command: &Path) -> Option<PathBuf> {
     if command.components().count() > 1 {

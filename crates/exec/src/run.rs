@@ -2,6 +2,7 @@
 //! fingerprint check before and the record after.
 
 use crate::compiler::{self, Outcome};
+use crate::compiler_check;
 use crate::error::ExecError;
 use crate::explain::explain_miss;
 use crate::request::{AtAddress, ExecRequest};
@@ -71,7 +72,7 @@ pub fn run_with_text(
         Some(found) => (found, ingredients_of(record)?),
         None => {
             let full = text.map(|source| with_text(record, source));
-            let ingredients = ingredients_of(full.as_ref().unwrap_or(record))?;
+            let ingredients = stored_ingredients(full.as_ref().unwrap_or(record), request)?;
             let compiled = compile(
                 store,
                 request,
@@ -92,6 +93,29 @@ pub fn run_with_text(
 
 fn ingredients_of(record: &KeyRecord) -> Result<serde_json::Value, ExecError> {
     serde_json::to_value(record).map_err(ExecError::other)
+}
+
+/// The ingredients a new entry keeps: the key record, and beside it (`exec`) what `cache show`
+/// tells about the compiler that the key holds only as a digest: its path as resolved and its
+/// version line when the compiler check gives one. Entries stored before have no `exec`.
+fn stored_ingredients(
+    record: &KeyRecord,
+    request: &ExecRequest,
+) -> Result<serde_json::Value, ExecError> {
+    let mut ingredients = ingredients_of(record)?;
+    let path = request
+        .command
+        .first()
+        .and_then(|program| compiler_check::resolve(std::path::Path::new(program)))
+        .and_then(|path| std::path::absolute(path).ok());
+    if let serde_json::Value::Object(fields) = &mut ingredients {
+        let compiler = serde_json::json!({
+            "path": path,
+            "version": compiler_check::version_line(&request.compiler_check),
+        });
+        fields.insert("exec".into(), serde_json::json!({ "compiler": compiler }));
+    }
+    Ok(ingredients)
 }
 
 /// `record` with the canonical text its source renders (unless too large to keep).
