@@ -22,6 +22,7 @@ mod runs;
 mod show_exec;
 mod stored;
 mod why;
+mod why_kernel;
 mod wrap;
 
 // The MLIR-free half of the command line (mck-cli), shared with the front binary.

@@ -10,7 +10,7 @@ mod emit;
 pub(crate) mod ffi;
 mod isolate;
 pub(crate) mod ops;
-mod parse;
+pub(crate) mod parse;
 pub(crate) mod walk;
 
 pub use context::new_context;

@@ -123,6 +123,26 @@ fn shorten(text: &str, max: usize) -> String {
     }
 }
 
+/// The kernel a custom call carries: its kind and payload bytes (Mosaic's decoded from
+/// base64), or `None` for a call without a readable kernel (`why` compares them).
+pub(crate) fn payload_of(op: OpRef<'_>) -> Option<(KernelKind, Vec<u8>)> {
+    match op.attribute("call_target_name")?.string_bytes()? {
+        MOSAIC_TARGET => {
+            let text =
+                std::str::from_utf8(op.attribute(mosaic::ATTRIBUTE)?.string_bytes()?).ok()?;
+            let json: serde_json::Value = serde_json::from_str(text).ok()?;
+            let body = json.pointer("/custom_call_config/body")?.as_str()?;
+            use base64::Engine as _;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(body)
+                .ok()?;
+            Some((KernelKind::Mosaic, bytes))
+        }
+        TRITON_TARGET => Some((KernelKind::Triton, triton::ir_entry(op)?.to_vec())),
+        _ => None,
+    }
+}
+
 /// Strips every embedded kernel among `custom_calls`, in order.
 pub(super) fn strip_all(custom_calls: &[CustomCall<'_>]) -> Result<Vec<KernelReport>, CanonError> {
     let mut reports = Vec::new();

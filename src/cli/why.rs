@@ -1,4 +1,5 @@
-//! `mlir-cache-key why A B`: which ingredient of two keys moved, and how.
+//! `mlir-cache-key why A B`: which ingredient of two keys moved, and how; inside an embedded
+//! kernel, which operation of it (`why_kernel`).
 
 use super::canon::CanonFlags;
 use super::error::CliError;
@@ -8,8 +9,8 @@ use super::limits::InputLimits;
 use super::output;
 use super::settings::CacheOptions;
 use super::stored;
-use crate::key::KeyRecord;
 use crate::key::explain::explain;
+use crate::key::{KeyRecord, Readable};
 use anyhow::Context as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -43,7 +44,15 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     super::limits::apply(&args.limits)?;
     let a = side(&args.a, &args)?;
     let b = side(&args.b, &args)?;
-    let explanation = explain(&a, &b);
+    let mut explanation = explain(&a, &b);
+    // A difference inside a kernel: name its call and operation rather than escaped bytes.
+    if let (Some(text_a), Some(text_b)) = (canonical_text(&a), canonical_text(&b))
+        && let Some(first) = explanation.differences.first_mut()
+        && first.position == 1
+        && let Some(details) = super::why_kernel::kernel_details(text_a, text_b)
+    {
+        first.details = details;
+    }
     let text = if args.json {
         output::versioned("why", &explanation)?
     } else {
@@ -51,6 +60,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     };
     output::stdout(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The canonical module text a record keeps, if any.
+fn canonical_text(record: &KeyRecord) -> Option<&str> {
+    match &record.entries.first()?.readable {
+        Readable::Computation { text, .. } => text.as_deref(),
+        _ => None,
+    }
 }
 
 /// A saved report (JSON), a module to key now, or a stored key or address.

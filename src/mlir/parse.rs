@@ -61,6 +61,20 @@ pub fn parse_module<'c>(
     parse_checked(context, source, name)
 }
 
+/// Reads bytecode to explain it (`why` inside a kernel), never to key it: validated
+/// dialect-free as by [`parse_module`], but read even when its writer had operations registered
+/// that this context lacks, whose properties MLIR may then misread; the flag says whether that
+/// may have happened. Not read in the isolated child, which refuses such bytecode.
+pub(crate) fn read_to_explain<'c>(
+    context: &'c Context,
+    source: &[u8],
+    name: &str,
+) -> Result<(Module<'c>, bool), ParseError> {
+    let op_names = validated_op_names(source, name)?;
+    let may_misread = refuse_misreadable_properties(context, &op_names, name).is_err();
+    Ok((parse_checked(context, source, name)?, may_misread))
+}
+
 /// [`parse_module`] without the child process (the child's own side).
 pub(super) fn parse_in_process<'c>(
     context: &'c Context,
@@ -129,6 +143,12 @@ fn parse_checked<'c>(
 /// What MLIR's reader must not see: bytecode our reader finds malformed, and
 /// bytecode it would misread.
 fn check_bytecode(context: &Context, source: &[u8], name: &str) -> Result<(), ParseError> {
+    let op_names = validated_op_names(source, name)?;
+    refuse_misreadable_properties(context, &op_names, name)
+}
+
+/// The operation names of bytecode our reader finds well-formed; an error otherwise.
+fn validated_op_names(source: &[u8], name: &str) -> Result<Vec<OpNameInfo>, ParseError> {
     let malformed = |detail: String| {
         // The prefix says it already.
         let detail = detail
@@ -141,16 +161,15 @@ fn check_bytecode(context: &Context, source: &[u8], name: &str) -> Result<(), Pa
             hint: None,
         }
     };
-    let op_names = match crate::bytecode::validate(source) {
-        Ok(valid) => valid.op_names,
+    match crate::bytecode::validate(source) {
+        Ok(valid) => Ok(valid.op_names),
         // Nested deeper than our walker follows, which is not malformed: MLIR reads it (in the
         // isolated child first), after the checks that do not walk the IR.
         Err(e) if matches!(e.error, crate::bytecode::BytecodeError::TooDeep { .. }) => {
-            crate::bytecode::op_names(source).map_err(|e| malformed(e.to_string()))?
+            crate::bytecode::op_names(source).map_err(|e| malformed(e.to_string()))
         }
-        Err(e) => return Err(malformed(e.to_string())),
-    };
-    refuse_misreadable_properties(context, &op_names, name)
+        Err(e) => Err(malformed(e.to_string())),
+    }
 }
 
 /// Refuses bytecode whose writer had an op registered that this context does

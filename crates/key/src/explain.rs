@@ -370,8 +370,9 @@ fn file_refs(location: &str) -> Vec<&str> {
     refs
 }
 
-/// Where two changed lines first differ, as two short excerpts.
-fn pinpoint(old: &str, new: &str) -> String {
+/// Where two changed lines first differ, as two short excerpts (also for `why` inside a
+/// kernel, whose text the caller reads).
+pub fn pinpoint(old: &str, new: &str) -> String {
     let prefix = old
         .char_indices()
         .zip(new.chars())

@@ -15,7 +15,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
-const ATTRIBUTE: &str = "backend_config";
+pub(super) const ATTRIBUTE: &str = "backend_config";
 
 pub(super) fn strip(site: &Site<'_>) -> Result<KernelReport, CanonError> {
     let text = site

@@ -7,6 +7,7 @@
 
 use super::payload::{self, Outcome};
 use super::{KernelAction, KernelReport, Site};
+use crate::mlir::ops::{Attr, OpRef};
 
 const ATTRIBUTE: &str = "mhlo.backend_config";
 const ENTRY: &[u8] = b"ir";
@@ -27,11 +28,7 @@ pub(super) fn strip(site: &Site<'_>) -> KernelReport {
     else {
         return left("no mhlo.backend_config dictionary");
     };
-    let Some(ir) = entries
-        .iter()
-        .find(|(name, _)| *name == ENTRY)
-        .and_then(|(_, value)| value.string_bytes())
-    else {
+    let Some(ir) = ir_of(&entries) else {
         return left("mhlo.backend_config has no string entry \"ir\"");
     };
     let Some(info) = payload::info(ir) else {
@@ -50,4 +47,17 @@ pub(super) fn strip(site: &Site<'_>) -> KernelReport {
         }
         Outcome::LeftAsIs(reason) => site.report(Some(info), KernelAction::LeftAsIs { reason }),
     }
+}
+
+/// The kernel bytes of a Triton call's `mhlo.backend_config` entries.
+fn ir_of<'m>(entries: &[(&[u8], Attr<'m>)]) -> Option<&'m [u8]> {
+    entries
+        .iter()
+        .find(|(name, _)| *name == ENTRY)
+        .and_then(|(_, value)| value.string_bytes())
+}
+
+/// The kernel bytes of the Triton call `op`, if it has them.
+pub(super) fn ir_entry<'m>(op: OpRef<'m>) -> Option<&'m [u8]> {
+    ir_of(&op.attribute(ATTRIBUTE)?.dictionary_entries()?)
 }

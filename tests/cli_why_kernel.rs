@@ -1,0 +1,85 @@
+//! `why` on two modules that differ only inside an embedded kernel names the call and the
+//! first differing operation inside the kernel, not an escaped byte run of its attribute.
+
+mod common;
+
+use common::{bin, corpus, data, success, text};
+use std::path::{Path, PathBuf};
+
+/// `bytes` as the body of an MLIR string literal.
+fn escaped(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|&b| match b {
+            b'"' | b'\\' => format!("\\{b:02X}"),
+            0x20..0x7f => char::from(b).to_string(),
+            _ => format!("\\{b:02X}"),
+        })
+        .collect()
+}
+
+/// The corpus's Pallas Triton module with its kernel replaced by the sweep kernel `name`.
+fn with_triton_kernel(dir: &Path, name: &str) -> PathBuf {
+    let module = std::fs::read_to_string(corpus("gpu/cuda_pallas_triton_add.a.generic.mlir"))
+        .expect("module");
+    let start = module.find("ir = \"").expect("an ir entry") + "ir = \"".len();
+    let mut end = start;
+    let bytes = module.as_bytes();
+    while bytes[end] != b'"' {
+        end += if bytes[end] == b'\\' { 2 } else { 1 };
+    }
+    let kernel =
+        std::fs::read(data(&format!("kernels/triton-sweep/{name}.mlirbc"))).expect("kernel");
+    let path = dir.join(format!("{name}.mlir"));
+    let text = format!("{}{}{}", &module[..start], escaped(&kernel), &module[end..]);
+    std::fs::write(&path, text).expect("write");
+    path
+}
+
+fn why(a: &Path, b: &Path, json: bool) -> String {
+    let mut command = bin();
+    command.arg("why").arg(a).arg(b);
+    if json {
+        command.arg("--json");
+    }
+    text(success(&mut command))
+}
+
+#[test]
+fn why_names_the_kernel_and_the_operation_that_differ_inside_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The same kernel but for one constant (2.0 → 3.0).
+    let a = with_triton_kernel(tmp.path(), "affine-c2.a");
+    let b = with_triton_kernel(tmp.path(), "affine-c3.a");
+    let shown = why(&a, &b, false);
+    for expected in [
+        "inside the Triton kernel of stablehlo.custom_call #0",
+        "call_target_name \"__gpu$xla.gpu.triton\"",
+        "operation #2 in pre-order",
+        "first differing operation #23 in pre-order, \"arith.constant\"",
+        "- %21 = \"arith.constant\"() <{value = 2.000000e+00 : f32}>",
+        "+ %21 = \"arith.constant\"() <{value = 3.000000e+00 : f32}>",
+    ] {
+        assert!(shown.contains(expected), "no {expected:?} in:\n{shown}");
+    }
+    assert!(!shown.contains("\\EF"), "escaped kernel bytes in:\n{shown}");
+
+    let json: serde_json::Value = serde_json::from_str(&why(&a, &b, true)).unwrap();
+    let details = json["differences"][0]["details"].as_array().unwrap();
+    assert!(
+        details[0].as_str().unwrap().contains("Triton kernel"),
+        "{json}"
+    );
+}
+
+#[test]
+fn a_difference_outside_kernels_is_explained_as_before() {
+    let a = corpus("cpu/mlp.a.generic.mlir");
+    let b = corpus("cpu/mlp.a_batch5.generic.mlir");
+    let shown = why(&a, &b, false);
+    assert!(
+        shown.contains("first differing operation at canonical line"),
+        "{shown}"
+    );
+    assert!(!shown.contains("kernel of"), "{shown}");
+}
