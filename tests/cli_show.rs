@@ -5,27 +5,41 @@ mod common;
 use common::{EX_NOINPUT, bin, corpus, failure, success, text};
 use std::path::Path;
 
-fn exec(dir: &Path, module: &Path, address: Option<&str>) {
+/// `exec --no-direct` of `module` through `dir`'s compiler.sh (its arguments: the module, the
+/// output, then `extra`), with `options` before the command.
+fn exec_command(
+    dir: &Path,
+    module: &Path,
+    options: &[&str],
+    extra: &[&str],
+) -> std::process::Command {
     let out = dir.join("out.bin");
     let mut c = bin();
     c.env("RUNS", dir.join("runs"))
         .arg("exec")
         // Entry counts below: no direct-mode manifests.
         .arg("--no-direct")
+        .args(options)
         .arg("--cache-dir")
         .arg(dir.join("cache"))
         .arg("--input")
         .arg(module)
         .arg("--output")
-        .arg(&out);
-    if let Some(a) = address {
-        c.args(["--address", a]);
-    }
-    c.arg("--")
+        .arg(&out)
+        .arg("--")
         .arg(dir.join("compiler.sh"))
         .arg(module)
-        .arg(&out);
-    success(&mut c);
+        .arg(&out)
+        .args(extra);
+    c
+}
+
+fn exec(dir: &Path, module: &Path, address: Option<&str>) {
+    let options = match address {
+        Some(a) => vec!["--address", a],
+        None => Vec::new(),
+    };
+    success(&mut exec_command(dir, module, &options, &[]));
 }
 
 fn keys(dir: &Path) -> Vec<String> {
@@ -115,6 +129,21 @@ fn show_by_key_and_address_and_why_between_stored_keys() {
     );
 }
 
+/// `cache put KEY ARTEFACT --record` into `dir`'s cache, with `record` as the record.
+fn put(dir: &Path, key: &str, artefact: &Path, record: &serde_json::Value) {
+    let path = dir.join(format!("{key}.json"));
+    std::fs::write(&path, record.to_string()).unwrap();
+    success(
+        bin()
+            .args(["cache", "put", key])
+            .arg(artefact)
+            .arg("--record")
+            .arg(&path)
+            .arg("--cache-dir")
+            .arg(dir.join("cache")),
+    );
+}
+
 /// The stored entry's `cache show --json`, and its text.
 fn show(cache: &Path, key: &str) -> (serde_json::Value, String) {
     let json = serde_json::from_slice(&success(
@@ -139,38 +168,22 @@ fn show_of_an_exec_entry_names_its_compiler_arguments_environment_and_input() {
     std::fs::copy(corpus("cpu/mlp.a.generic.mlir"), &module).unwrap();
     let out = dir.join("out.bin");
     let cache = dir.join("cache");
+    let options = [
+        "--env",
+        "DECLARED",
+        "--env",
+        "UNSET_ONE",
+        "--compiler-check",
+        "command:echo mycc 1.2.3; echo second line",
+    ];
     success(
-        bin()
-            .env("RUNS", dir.join("runs"))
+        exec_command(dir, &module, &options, &["-O2"])
             .env("DECLARED", "on")
             .env_remove("UNSET_ONE")
             .env(
                 "XLA_FLAGS",
                 "--xla_cpu_enable_fast_math=true --xla_dump_to=/tmp/d",
-            )
-            .args([
-                "exec",
-                "--no-direct",
-                "--env",
-                "DECLARED",
-                "--env",
-                "UNSET_ONE",
-            ])
-            .args([
-                "--compiler-check",
-                "command:echo mycc 1.2.3; echo second line",
-            ])
-            .arg("--cache-dir")
-            .arg(&cache)
-            .arg("--input")
-            .arg(&module)
-            .arg("--output")
-            .arg(&out)
-            .arg("--")
-            .arg(&compiler)
-            .arg(&module)
-            .arg(&out)
-            .arg("-O2"),
+            ),
     );
     let key = keys(dir).pop().expect("one entry");
     let canonical = text(success(bin().args(["canon", "--digest"]).arg(&module)));
@@ -227,18 +240,8 @@ fn show_of_an_exec_entry_names_its_compiler_arguments_environment_and_input() {
     // rest, from its key record.
     let mut old = json["ingredients"].clone();
     old.as_object_mut().unwrap().remove("exec");
-    let record = dir.join("old.json");
-    std::fs::write(&record, old.to_string()).unwrap();
     let old_key = format!("old-{}", "ab".repeat(32));
-    success(
-        bin()
-            .args(["cache", "put", &old_key])
-            .arg(&out)
-            .arg("--record")
-            .arg(&record)
-            .arg("--cache-dir")
-            .arg(&cache),
-    );
+    put(dir, &old_key, &out, &old);
     let (old_json, old_shown) = show(&cache, &old_key);
     assert_eq!(
         old_json["exec"]["compiler"]["path"],
@@ -252,18 +255,8 @@ fn show_of_an_exec_entry_names_its_compiler_arguments_environment_and_input() {
     assert!(old_shown.contains("  version    not known"), "{old_shown}");
 
     // Not an exec entry: no exec part.
-    let plain = dir.join("plain.json");
-    std::fs::write(&plain, "{}").unwrap();
     let plain_key = format!("plain-{}", "cd".repeat(32));
-    success(
-        bin()
-            .args(["cache", "put", &plain_key])
-            .arg(&out)
-            .arg("--record")
-            .arg(&plain)
-            .arg("--cache-dir")
-            .arg(&cache),
-    );
+    put(dir, &plain_key, &out, &serde_json::json!({}));
     let (plain_json, plain_shown) = show(&cache, &plain_key);
     assert!(plain_json.get("exec").is_none(), "{plain_json}");
     assert!(!plain_shown.contains("compiler "), "{plain_shown}");

@@ -103,23 +103,7 @@ impl ExecShown {
 
     /// The text lines of `cache show`, after the entry's own.
     pub(super) fn text(&self) -> String {
-        let mut out = String::new();
         let compiler = &self.compiler;
-        let _ = writeln!(
-            out,
-            "compiler     {}",
-            compiler.path.as_deref().unwrap_or("(path not recorded)")
-        );
-        let _ = writeln!(out, "  identity   {}", compiler.identity);
-        let _ = writeln!(
-            out,
-            "  version    {}",
-            compiler
-                .version
-                .as_deref()
-                .unwrap_or("not known (the compiler check gives no version line)")
-        );
-        let _ = writeln!(out, "arguments    {}", words(&self.arguments));
         let environment: Vec<String> = self
             .environment
             .iter()
@@ -128,24 +112,46 @@ impl ExecShown {
                 None => format!("{name} unset"),
             })
             .collect();
-        let _ = writeln!(
-            out,
-            "environment  {}",
-            if environment.is_empty() {
-                "none declared (--env)".to_string()
-            } else {
-                environment.join(", ")
-            }
-        );
-        let _ = writeln!(out, "XLA flags    {}", words(&self.xla_flags));
+        let mut rows = vec![
+            (
+                "compiler",
+                compiler
+                    .path
+                    .clone()
+                    .unwrap_or_else(|| "(path not recorded)".into()),
+            ),
+            ("  identity", compiler.identity.clone()),
+            (
+                "  version",
+                compiler.version.clone().unwrap_or_else(|| {
+                    "not known (the compiler check gives no version line)".into()
+                }),
+            ),
+            ("arguments", words(&self.arguments)),
+            (
+                "environment",
+                if environment.is_empty() {
+                    "none declared (--env)".into()
+                } else {
+                    environment.join(", ")
+                },
+            ),
+            ("XLA flags", words(&self.xla_flags)),
+        ];
         if !self.xla_flags_left_out.is_empty() {
-            let _ = writeln!(out, "  left out   {}", words(&self.xla_flags_left_out));
+            rows.push(("  left out", words(&self.xla_flags_left_out)));
         }
-        let _ = writeln!(
-            out,
-            "input        canonical sha256 {} ({} bytes)",
-            self.input.canonical_sha256, self.input.canonical_bytes
-        );
+        rows.push((
+            "input",
+            format!(
+                "canonical sha256 {} ({} bytes)",
+                self.input.canonical_sha256, self.input.canonical_bytes
+            ),
+        ));
+        let mut out = String::new();
+        for (label, value) in rows {
+            let _ = writeln!(out, "{label:<12} {value}");
+        }
         out
     }
 }
