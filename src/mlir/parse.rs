@@ -51,14 +51,7 @@ pub fn parse_module<'c>(
     source: &[u8],
     name: &str,
 ) -> Result<Module<'c>, ParseError> {
-    if is_bytecode(source) {
-        check_bytecode(context, source, name)?;
-        super::isolate::check_in_child(source, name).map_err(|mut e| {
-            e.hint = hint_for(&e.diagnostics);
-            e
-        })?;
-    }
-    parse_checked(context, source, name)
+    parse_with(context, source, name, true)
 }
 
 /// Reads bytecode to explain it (`why` inside a kernel), never to key it: validated
@@ -81,8 +74,25 @@ pub(super) fn parse_in_process<'c>(
     source: &[u8],
     name: &str,
 ) -> Result<Module<'c>, ParseError> {
+    parse_with(context, source, name, false)
+}
+
+/// Bytecode is checked dialect-free, then (when `in_child`) read by MLIR in the isolated
+/// child first; then `source` is parsed here.
+fn parse_with<'c>(
+    context: &'c Context,
+    source: &[u8],
+    name: &str,
+    in_child: bool,
+) -> Result<Module<'c>, ParseError> {
     if is_bytecode(source) {
         check_bytecode(context, source, name)?;
+        if in_child {
+            super::isolate::check_in_child(source, name).map_err(|mut e| {
+                e.hint = hint_for(&e.diagnostics);
+                e
+            })?;
+        }
     }
     parse_checked(context, source, name)
 }

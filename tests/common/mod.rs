@@ -187,3 +187,22 @@ pub const EX_NOINPUT: i32 = 66;
 pub const EX_SOFTWARE: i32 = 70;
 pub const EX_CACHE: i32 = 74;
 pub const EX_CONFLICT: i32 = 75;
+
+/// Replaces the base64 Mosaic body of `module` by `edit(body)`.
+pub fn edit_mosaic_body(module: &[u8], edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    use base64::Engine as _;
+    let text = String::from_utf8(module.to_vec()).expect("utf-8");
+    let start = text.find("\\22body\\22: \\22").expect("body") + "\\22body\\22: \\22".len();
+    let end = start + text[start..].find("\\22").expect("end of body");
+    let mut body = base64::engine::general_purpose::STANDARD
+        .decode(&text[start..end])
+        .expect("base64");
+    edit(&mut body);
+    format!(
+        "{}{}{}",
+        &text[..start],
+        base64::engine::general_purpose::STANDARD.encode(&body),
+        &text[end..]
+    )
+    .into_bytes()
+}
