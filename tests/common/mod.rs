@@ -206,3 +206,25 @@ pub fn edit_mosaic_body(module: &[u8], edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u
     )
     .into_bytes()
 }
+
+/// The canonical digest of `source` (library path, default options), what happened to each
+/// kernel, and the canonical text.
+pub fn canonical_with_kernels(
+    source: &[u8],
+) -> (String, Vec<mlir_cache_key::canon::KernelAction>, String) {
+    use mlir_cache_key::canon::{CanonicalModule, Options};
+    let context = mlir_cache_key::mlir::new_context();
+    let mut module = mlir_cache_key::mlir::parse_module(&context, source, "test").expect("parse");
+    let canonical = CanonicalModule::of(&mut module, &Options::default()).expect("canonicalize");
+    let actions = canonical
+        .report()
+        .kernels
+        .iter()
+        .map(|k| k.action.clone())
+        .collect();
+    (
+        hex::encode(canonical.digest().expect("digest")),
+        actions,
+        canonical.text(),
+    )
+}
