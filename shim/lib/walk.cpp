@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/IR/OperationSupport.h"
 
 #include <utility>
 #include <vector>
@@ -43,10 +44,12 @@ MckWalk *mckWalk(MlirOperation root, bool strip, bool save) {
   auto *walk = new MckWalk;
   mlir::Operation *top = unwrap(root);
   mlir::Location unknown = mlir::UnknownLoc::get(top->getContext());
+  // Operation names are uniqued per context: one pointer comparison per op.
+  mlir::OperationName customCall("stablehlo.custom_call", top->getContext());
   size_t position = 0;
   top->walk<mlir::WalkOrder::PreOrder>([&](mlir::Operation *op) {
     mlir::Location location = op->getLoc();
-    if (op->getName().getStringRef() == "stablehlo.custom_call") {
+    if (op->getName() == customCall) {
       walk->customCalls.push_back({wrap(op), position, wrap(location)});
       if (save)
         walk->attributes.push_back({op, op->getPropertiesAsAttribute(),
