@@ -2,44 +2,15 @@
 
 mod common;
 
-use common::{EX_NOINPUT, bin, corpus, failure, success, text};
+use common::{EX_NOINPUT, bin, corpus, exec_through_compiler_sh, failure, success, text};
 use std::path::Path;
-
-/// `exec --no-direct` of `module` through `dir`'s compiler.sh (its arguments: the module, the
-/// output, then `extra`), with `options` before the command.
-fn exec_command(
-    dir: &Path,
-    module: &Path,
-    options: &[&str],
-    extra: &[&str],
-) -> std::process::Command {
-    let out = dir.join("out.bin");
-    let mut c = bin();
-    c.env("RUNS", dir.join("runs"))
-        .arg("exec")
-        // Entry counts below: no direct-mode manifests.
-        .arg("--no-direct")
-        .args(options)
-        .arg("--cache-dir")
-        .arg(dir.join("cache"))
-        .arg("--input")
-        .arg(module)
-        .arg("--output")
-        .arg(&out)
-        .arg("--")
-        .arg(dir.join("compiler.sh"))
-        .arg(module)
-        .arg(&out)
-        .args(extra);
-    c
-}
 
 fn exec(dir: &Path, module: &Path, address: Option<&str>) {
     let options = match address {
         Some(a) => vec!["--address", a],
         None => Vec::new(),
     };
-    success(&mut exec_command(dir, module, &options, &[]));
+    success(&mut exec_through_compiler_sh(dir, module, &options, &[]));
 }
 
 fn keys(dir: &Path) -> Vec<String> {
@@ -177,7 +148,7 @@ fn show_of_an_exec_entry_names_its_compiler_arguments_environment_and_input() {
         "command:echo mycc 1.2.3; echo second line",
     ];
     success(
-        exec_command(dir, &module, &options, &["-O2"])
+        exec_through_compiler_sh(dir, &module, &options, &["-O2"])
             .env("DECLARED", "on")
             .env_remove("UNSET_ONE")
             .env(

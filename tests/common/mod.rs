@@ -228,3 +228,32 @@ pub fn canonical_with_kernels(
         canonical.text(),
     )
 }
+
+/// `exec --no-direct` of `module` through `dir`'s compiler.sh ([`write_compiler`]; its
+/// arguments: the module, the output, then `extra`), with `options` before the command; the
+/// cache is `dir`'s `cache`. No direct-mode manifests, so entry counts are the keys'.
+pub fn exec_through_compiler_sh(
+    dir: &Path,
+    module: &Path,
+    options: &[&str],
+    extra: &[&str],
+) -> Command {
+    let out = dir.join("out.bin");
+    let mut c = bin();
+    c.env("RUNS", dir.join("runs"))
+        .arg("exec")
+        .arg("--no-direct")
+        .args(options)
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .arg("--input")
+        .arg(module)
+        .arg("--output")
+        .arg(&out)
+        .arg("--")
+        .arg(dir.join("compiler.sh"))
+        .arg(module)
+        .arg(&out)
+        .args(extra);
+    c
+}
