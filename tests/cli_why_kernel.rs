@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{bin, corpus, data, success, text};
+use common::{bin, corpus, data, edit_mosaic_body, success, text};
 use std::path::{Path, PathBuf};
 
 /// `bytes` as the body of an MLIR string literal.
@@ -82,4 +82,32 @@ fn a_difference_outside_kernels_is_explained_as_before() {
         "{shown}"
     );
     assert!(!shown.contains("kernel of"), "{shown}");
+}
+
+#[test]
+fn why_names_a_mosaic_kernel_and_what_its_container_says_moved() {
+    let tmp = tempfile::tempdir().unwrap();
+    let original = std::fs::read(corpus("tpu/tpu_pallas_add.nounzip.a.generic.mlir")).unwrap();
+    // Another operation in the kernel body (addf → subf); this MLIR cannot read Mosaic
+    // kernels, so the difference is read without their dialects.
+    let edited = edit_mosaic_body(&original, |body| {
+        let at = body
+            .windows(10)
+            .position(|w| w == b"arith.addf")
+            .expect("addf in the body");
+        body[at..at + 10].copy_from_slice(b"arith.subf");
+    });
+    let (a, b) = (tmp.path().join("a.mlir"), tmp.path().join("b.mlir"));
+    std::fs::write(&a, &original).unwrap();
+    std::fs::write(&b, &edited).unwrap();
+    let shown = why(&a, &b, false);
+    for expected in [
+        "inside the Mosaic kernel of stablehlo.custom_call #0",
+        "call_target_name \"tpu_custom_call\"",
+        "in the kernel (read without its dialects): 17 → 17 operations",
+        "arith.addf\"] no longer used",
+        "arith.subf\"] new",
+    ] {
+        assert!(shown.contains(expected), "no {expected:?} in:\n{shown}");
+    }
 }

@@ -2,9 +2,10 @@
 
 // Malformed Mosaic configs are errors that name the custom call, its
 // attribute and the JSON field, never a crash or a silent pass: one error per
-// chunk, in chunk order, and no other error.
+// chunk, in chunk order, and no other error. Each is reported at the module's own
+// location, taken before canonicalization strips it.
 
-// CHECK: error: cache-key-canonicalize: stablehlo.custom_call #0 (Mosaic kernel, operation #2 in pre-order) at loc({{.*}}): attribute backend_config: not valid JSON: key must be a string at line 1 column 2
+// CHECK: mosaic-bad-backend-config.mlir:{{[0-9]+}}:1: error: cache-key-canonicalize: stablehlo.custom_call #0 (Mosaic kernel, operation #2 in pre-order) at loc({{.*}}): attribute backend_config: not valid JSON: key must be a string at line 1 column 2
 "builtin.module"() ({
   "func.func"() <{function_type = () -> (), sym_name = "bad_json"}> ({
     "stablehlo.custom_call"() <{backend_config = "{not json", call_target_name = "tpu_custom_call"}> : () -> ()
@@ -64,6 +65,7 @@
 //
 // Wrong outputs this test rejects (scripts/lit-mutants.sh):
 // MUTANT: mlir-opt exit 0
+// MUTANT: mlir-opt sub1 'mosaic-bad-backend-config.mlir:[0-9]+:1: error' 'loc(unknown): error'
 // MUTANT: mlir-opt sub1 'operation #2 in pre-order' 'operation #1 in pre-order'
 // MUTANT: mlir-opt sub1 'not MLIR bytecode' 'invalid base64'
 // MUTANT: mlir-opt sub1 '(error: [^\n]*not valid JSON[^\n]*\n)' '\1\1'
