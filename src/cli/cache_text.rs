@@ -5,99 +5,120 @@ use crate::store::{EntryState, EntrySummary, GcReport, RebuildReport, Stats};
 use std::fmt::Write as _;
 
 pub(super) fn stats_text(stats: &Stats) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "cache directory     {}", stats.cache_dir.display());
-    let _ = writeln!(
-        out,
-        "entries             {} ({} failed)",
-        stats.entries, stats.failed_entries
-    );
-    let _ = writeln!(
-        out,
-        "size                {} of {} ({}%)",
-        human_bytes(stats.bytes),
-        human_bytes(stats.max_size),
-        if stats.max_size == 0 {
-            100.0
-        } else {
-            (stats.bytes as f64 * 1000.0 / stats.max_size as f64).round() / 10.0
-        }
-    );
-    let _ = writeln!(out, "time to live        {} days", stats.ttl_days);
-    let _ = writeln!(out, "hits / misses       {} / {}", stats.hits, stats.misses);
-    let _ = writeln!(out, "direct hits         {}", stats.direct_hits);
-    let _ = writeln!(
-        out,
-        "hit rate            {}",
-        stats
-            .hit_rate
-            .map_or("-".to_owned(), |r| format!("{:.1}%", r * 100.0))
-    );
+    let mut rows = vec![
+        ("cache directory", stats.cache_dir.display().to_string()),
+        (
+            "entries",
+            format!("{} ({} failed)", stats.entries, stats.failed_entries),
+        ),
+        (
+            "size",
+            format!(
+                "{} of {} ({}%)",
+                human_bytes(stats.bytes),
+                human_bytes(stats.max_size),
+                if stats.max_size == 0 {
+                    100.0
+                } else {
+                    (stats.bytes as f64 * 1000.0 / stats.max_size as f64).round() / 10.0
+                }
+            ),
+        ),
+        ("time to live", format!("{} days", stats.ttl_days)),
+        (
+            "hits / misses",
+            format!("{} / {}", stats.hits, stats.misses),
+        ),
+        ("direct hits", stats.direct_hits.to_string()),
+        (
+            "hit rate",
+            stats
+                .hit_rate
+                .map_or("-".to_owned(), |r| format!("{:.1}%", r * 100.0)),
+        ),
+    ];
     if !stats.miss_reasons.is_empty() {
         let reasons: Vec<String> = stats
             .miss_reasons
             .iter()
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
-        let _ = writeln!(out, "misses by reason    {}", reasons.join(", "));
+        rows.push(("misses by reason", reasons.join(", ")));
     }
-    let _ = writeln!(
-        out,
-        "written             {} in {} entries",
-        human_bytes(stats.bytes_written),
-        stats.puts
-    );
+    rows.push((
+        "written",
+        format!(
+            "{} in {} entries",
+            human_bytes(stats.bytes_written),
+            stats.puts
+        ),
+    ));
     if let Some(ms) = stats.zeroed_ms {
-        let _ = writeln!(out, "counters zeroed     {}", utc(ms));
+        rows.push(("counters zeroed", utc(ms)));
     }
-    let _ = writeln!(out, "failures replayed   {}", stats.failures_replayed);
-    let _ = writeln!(out, "evictions           {}", stats.evictions);
-    let _ = writeln!(
-        out,
-        "corrupt entries     {} ({} files in quarantine)",
-        stats.corrupt, stats.quarantined_files
-    );
-    let _ = writeln!(
-        out,
-        "remote              {}{}",
-        stats.remote.as_deref().unwrap_or("none"),
-        if stats.remote_read_only {
-            " (read-only)"
-        } else {
-            ""
-        }
-    );
+    rows.extend([
+        ("failures replayed", stats.failures_replayed.to_string()),
+        ("evictions", stats.evictions.to_string()),
+        (
+            "corrupt entries",
+            format!(
+                "{} ({} files in quarantine)",
+                stats.corrupt, stats.quarantined_files
+            ),
+        ),
+        (
+            "remote",
+            format!(
+                "{}{}",
+                stats.remote.as_deref().unwrap_or("none"),
+                if stats.remote_read_only {
+                    " (read-only)"
+                } else {
+                    ""
+                }
+            ),
+        ),
+    ]);
     if stats.remote.is_some() {
-        let _ = writeln!(
-            out,
-            "remote values       {}",
+        rows.push((
+            "remote values",
             if stats.remote_authenticated {
                 "authenticated (HMAC-SHA-256, --remote-secret-file)"
             } else {
                 "trusted (no --remote-secret-file: whoever can write to the remote is trusted)"
             }
-        );
+            .to_owned(),
+        ));
     }
     if let Some(until) = stats.remote_down_until_ms {
-        let _ = writeln!(out, "remote down until   {}", utc(until));
+        rows.push(("remote down until", utc(until)));
     }
-    let _ = writeln!(
-        out,
-        "remote hits/misses  {} / {}",
-        stats.remote_hits, stats.remote_misses
-    );
-    let _ = writeln!(out, "remote writes       {}", stats.remote_writes);
-    let _ = writeln!(
-        out,
-        "remote fallbacks    {} ({} errors, {} skipped while down)",
-        stats.remote_fallbacks, stats.remote_errors, stats.remote_skipped
-    );
-    let _ = writeln!(out, "remote corrupt      {}", stats.remote_corrupt);
-    let _ = writeln!(
-        out,
-        "remote bad MAC      {} (unauthenticated values refused)",
-        stats.remote_unauthenticated
-    );
+    rows.extend([
+        (
+            "remote hits/misses",
+            format!("{} / {}", stats.remote_hits, stats.remote_misses),
+        ),
+        ("remote writes", stats.remote_writes.to_string()),
+        (
+            "remote fallbacks",
+            format!(
+                "{} ({} errors, {} skipped while down)",
+                stats.remote_fallbacks, stats.remote_errors, stats.remote_skipped
+            ),
+        ),
+        ("remote corrupt", stats.remote_corrupt.to_string()),
+        (
+            "remote bad MAC",
+            format!(
+                "{} (unauthenticated values refused)",
+                stats.remote_unauthenticated
+            ),
+        ),
+    ]);
+    let mut out = String::new();
+    for (label, value) in rows {
+        let _ = writeln!(out, "{label:<19} {value}");
+    }
     out
 }
 
