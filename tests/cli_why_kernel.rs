@@ -2,8 +2,13 @@
 //! first differing operation inside the kernel, not an escaped byte run of its attribute.
 
 mod common;
+// Only its Mosaic body editor is used here.
+#[allow(dead_code)]
+mod kernel_helpers;
 
-use common::{bin, corpus, data, edit_mosaic_body, success, text};
+use common::{bin, corpus, data, success, text};
+use kernel_helpers::edit_mosaic_body;
+use mlir_cache_key::mlir::{new_context, parse_module, write_bytecode_with};
 use std::path::{Path, PathBuf};
 
 /// `bytes` as the body of an MLIR string literal.
@@ -18,8 +23,8 @@ fn escaped(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// The corpus's Pallas Triton module with its kernel replaced by the sweep kernel `name`.
-fn with_triton_kernel(dir: &Path, name: &str) -> PathBuf {
+/// The corpus's Pallas Triton module with its kernel replaced by `kernel`, written as `name`.
+fn with_triton_kernel(dir: &Path, name: &str, kernel: &[u8]) -> PathBuf {
     let module = std::fs::read_to_string(corpus("gpu/cuda_pallas_triton_add.a.generic.mlir"))
         .expect("module");
     let start = module.find("ir = \"").expect("an ir entry") + "ir = \"".len();
@@ -28,12 +33,32 @@ fn with_triton_kernel(dir: &Path, name: &str) -> PathBuf {
     while bytes[end] != b'"' {
         end += if bytes[end] == b'\\' { 2 } else { 1 };
     }
-    let kernel =
-        std::fs::read(data(&format!("kernels/triton-sweep/{name}.mlirbc"))).expect("kernel");
     let path = dir.join(format!("{name}.mlir"));
-    let text = format!("{}{}{}", &module[..start], escaped(&kernel), &module[end..]);
+    let text = format!("{}{}{}", &module[..start], escaped(kernel), &module[end..]);
     std::fs::write(&path, text).expect("write");
     path
+}
+
+/// A kernel of the Triton sweep (tests/data/kernels/triton-sweep).
+fn sweep_kernel(name: &str) -> Vec<u8> {
+    std::fs::read(data(&format!("kernels/triton-sweep/{name}.mlirbc"))).expect("kernel")
+}
+
+/// A kernel of upstream dialects only, which this MLIR reads exactly, with `value` as its
+/// constant.
+fn upstream_kernel(value: &str) -> Vec<u8> {
+    let text = format!(
+        "module {{\n  func.func @k(%x: f32) -> f32 {{\n    %c = arith.constant {value} : f32\n    \
+         %y = arith.mulf %x, %c : f32\n    return %y : f32\n  }}\n}}\n"
+    );
+    let context = new_context();
+    let module = parse_module(&context, text.as_bytes(), "kernel").expect("parse");
+    let mut bytes = Vec::new();
+    write_bytecode_with(module.as_operation().to_raw(), 6, "MLIR22", &mut |c| {
+        bytes.extend_from_slice(c)
+    })
+    .expect("write");
+    bytes
 }
 
 fn why(a: &Path, b: &Path, json: bool) -> String {
@@ -48,21 +73,23 @@ fn why(a: &Path, b: &Path, json: bool) -> String {
 #[test]
 fn why_names_the_kernel_and_the_operation_that_differ_inside_it() {
     let tmp = tempfile::tempdir().unwrap();
-    // The same kernel but for one constant (2.0 → 3.0).
-    let a = with_triton_kernel(tmp.path(), "affine-c2.a");
-    let b = with_triton_kernel(tmp.path(), "affine-c3.a");
+    // One constant changed (2.0 → 3.0) in a kernel this MLIR reads.
+    let a = with_triton_kernel(tmp.path(), "a", &upstream_kernel("2.0"));
+    let b = with_triton_kernel(tmp.path(), "b", &upstream_kernel("3.0"));
     let shown = why(&a, &b, false);
     for expected in [
         "inside the Triton kernel of stablehlo.custom_call #0",
         "call_target_name \"__gpu$xla.gpu.triton\"",
         "operation #2 in pre-order",
-        "first differing operation #23 in pre-order, \"arith.constant\"",
-        "- %21 = \"arith.constant\"() <{value = 2.000000e+00 : f32}>",
-        "+ %21 = \"arith.constant\"() <{value = 3.000000e+00 : f32}>",
+        "in the kernel (5 → 5 operations): first differing operation #2 in pre-order, \
+         \"arith.constant\"",
+        "- %0 = \"arith.constant\"() <{value = 2.000000e+00 : f32}>",
+        "+ %0 = \"arith.constant\"() <{value = 3.000000e+00 : f32}>",
     ] {
         assert!(shown.contains(expected), "no {expected:?} in:\n{shown}");
     }
     assert!(!shown.contains("\\EF"), "escaped kernel bytes in:\n{shown}");
+    assert!(!shown.contains("may read wrongly"), "{shown}");
 
     let json: serde_json::Value = serde_json::from_str(&why(&a, &b, true)).unwrap();
     let details = json["differences"][0]["details"].as_array().unwrap();
@@ -70,6 +97,24 @@ fn why_names_the_kernel_and_the_operation_that_differ_inside_it() {
         details[0].as_str().unwrap().contains("Triton kernel"),
         "{json}"
     );
+}
+
+#[test]
+fn why_names_a_triton_kernel_of_the_sweep_and_reads_it_without_its_dialects() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Real Triton kernels, the same but for one constant (2.0 → 3.0): MLIR 22 lacks the tt
+    // dialect and cannot read them stripped, so the container is read dialect-free.
+    let a = with_triton_kernel(tmp.path(), "a", &sweep_kernel("affine-c2.a"));
+    let b = with_triton_kernel(tmp.path(), "b", &sweep_kernel("affine-c3.a"));
+    let shown = why(&a, &b, false);
+    for expected in [
+        "inside the Triton kernel of stablehlo.custom_call #0",
+        "in the kernel (read without its dialects): 53 → 53 operations",
+        "first differing byte at offset",
+    ] {
+        assert!(shown.contains(expected), "no {expected:?} in:\n{shown}");
+    }
+    assert!(!shown.contains("\\EF"), "escaped kernel bytes in:\n{shown}");
 }
 
 #[test]

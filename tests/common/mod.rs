@@ -188,47 +188,6 @@ pub const EX_SOFTWARE: i32 = 70;
 pub const EX_CACHE: i32 = 74;
 pub const EX_CONFLICT: i32 = 75;
 
-/// Replaces the base64 Mosaic body of `module` by `edit(body)`.
-pub fn edit_mosaic_body(module: &[u8], edit: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    use base64::Engine as _;
-    let text = String::from_utf8(module.to_vec()).expect("utf-8");
-    let start = text.find("\\22body\\22: \\22").expect("body") + "\\22body\\22: \\22".len();
-    let end = start + text[start..].find("\\22").expect("end of body");
-    let mut body = base64::engine::general_purpose::STANDARD
-        .decode(&text[start..end])
-        .expect("base64");
-    edit(&mut body);
-    format!(
-        "{}{}{}",
-        &text[..start],
-        base64::engine::general_purpose::STANDARD.encode(&body),
-        &text[end..]
-    )
-    .into_bytes()
-}
-
-/// The canonical digest of `source` (library path, default options), what happened to each
-/// kernel, and the canonical text.
-pub fn canonical_with_kernels(
-    source: &[u8],
-) -> (String, Vec<mlir_cache_key::canon::KernelAction>, String) {
-    use mlir_cache_key::canon::{CanonicalModule, Options};
-    let context = mlir_cache_key::mlir::new_context();
-    let mut module = mlir_cache_key::mlir::parse_module(&context, source, "test").expect("parse");
-    let canonical = CanonicalModule::of(&mut module, &Options::default()).expect("canonicalize");
-    let actions = canonical
-        .report()
-        .kernels
-        .iter()
-        .map(|k| k.action.clone())
-        .collect();
-    (
-        hex::encode(canonical.digest().expect("digest")),
-        actions,
-        canonical.text(),
-    )
-}
-
 /// `exec --no-direct` of `module` through `dir`'s compiler.sh ([`write_compiler`]; its
 /// arguments: the module, the output, then `extra`), with `options` before the command; the
 /// cache is `dir`'s `cache`. No direct-mode manifests, so entry counts are the keys'.
