@@ -6,7 +6,7 @@ mod common;
 #[allow(dead_code)]
 mod kernel_helpers;
 
-use common::{bin, corpus, data, success, text};
+use common::{assert_contains, bin, corpus, data, success, text};
 use kernel_helpers::edit_mosaic_body;
 use mlir_cache_key::mlir::{new_context, parse_module, write_bytecode_with};
 use std::path::{Path, PathBuf};
@@ -77,17 +77,18 @@ fn why_names_the_kernel_and_the_operation_that_differ_inside_it() {
     let a = with_triton_kernel(tmp.path(), "a", &upstream_kernel("2.0"));
     let b = with_triton_kernel(tmp.path(), "b", &upstream_kernel("3.0"));
     let shown = why(&a, &b, false);
-    for expected in [
-        "inside the Triton kernel of stablehlo.custom_call #0",
-        "call_target_name \"__gpu$xla.gpu.triton\"",
-        "operation #2 in pre-order",
-        "in the kernel (5 → 5 operations): first differing operation #2 in pre-order, \
-         \"arith.constant\"",
-        "- %0 = \"arith.constant\"() <{value = 2.000000e+00 : f32}>",
-        "+ %0 = \"arith.constant\"() <{value = 3.000000e+00 : f32}>",
-    ] {
-        assert!(shown.contains(expected), "no {expected:?} in:\n{shown}");
-    }
+    assert_contains(
+        &shown,
+        &[
+            "inside the Triton kernel of stablehlo.custom_call #0",
+            "call_target_name \"__gpu$xla.gpu.triton\"",
+            "operation #2 in pre-order",
+            "in the kernel (5 → 5 operations): first differing operation #2 in pre-order, \
+             \"arith.constant\"",
+            "- %0 = \"arith.constant\"() <{value = 2.000000e+00 : f32}>",
+            "+ %0 = \"arith.constant\"() <{value = 3.000000e+00 : f32}>",
+        ],
+    );
     assert!(!shown.contains("\\EF"), "escaped kernel bytes in:\n{shown}");
     assert!(!shown.contains("may read wrongly"), "{shown}");
 
@@ -107,13 +108,14 @@ fn why_names_a_triton_kernel_of_the_sweep_and_reads_it_without_its_dialects() {
     let a = with_triton_kernel(tmp.path(), "a", &sweep_kernel("affine-c2.a"));
     let b = with_triton_kernel(tmp.path(), "b", &sweep_kernel("affine-c3.a"));
     let shown = why(&a, &b, false);
-    for expected in [
-        "inside the Triton kernel of stablehlo.custom_call #0",
-        "in the kernel (read without its dialects): 53 → 53 operations",
-        "first differing byte at offset",
-    ] {
-        assert!(shown.contains(expected), "no {expected:?} in:\n{shown}");
-    }
+    assert_contains(
+        &shown,
+        &[
+            "inside the Triton kernel of stablehlo.custom_call #0",
+            "in the kernel (read without its dialects): 53 → 53 operations",
+            "first differing byte at offset",
+        ],
+    );
     assert!(!shown.contains("\\EF"), "escaped kernel bytes in:\n{shown}");
 }
 
@@ -146,13 +148,14 @@ fn why_names_a_mosaic_kernel_and_what_its_container_says_moved() {
     std::fs::write(&a, &original).unwrap();
     std::fs::write(&b, &edited).unwrap();
     let shown = why(&a, &b, false);
-    for expected in [
-        "inside the Mosaic kernel of stablehlo.custom_call #0",
-        "call_target_name \"tpu_custom_call\"",
-        "in the kernel (read without its dialects): 17 → 17 operations",
-        "arith.addf\"] no longer used",
-        "arith.subf\"] new",
-    ] {
-        assert!(shown.contains(expected), "no {expected:?} in:\n{shown}");
-    }
+    assert_contains(
+        &shown,
+        &[
+            "inside the Mosaic kernel of stablehlo.custom_call #0",
+            "call_target_name \"tpu_custom_call\"",
+            "in the kernel (read without its dialects): 17 → 17 operations",
+            "arith.addf\"] no longer used",
+            "arith.subf\"] new",
+        ],
+    );
 }
