@@ -70,13 +70,22 @@ fn why(a: &Path, b: &Path, json: bool) -> String {
     text(success(&mut command))
 }
 
+/// `why` (text, then JSON) between the corpus Triton module holding kernel `a` and holding
+/// kernel `b`; the text has no escaped kernel bytes.
+fn why_between_triton_kernels(a: &[u8], b: &[u8]) -> (String, serde_json::Value) {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = with_triton_kernel(tmp.path(), "a", a);
+    let b = with_triton_kernel(tmp.path(), "b", b);
+    let shown = why(&a, &b, false);
+    assert!(!shown.contains("\\EF"), "escaped kernel bytes in:\n{shown}");
+    (shown, serde_json::from_str(&why(&a, &b, true)).unwrap())
+}
+
 #[test]
 fn why_names_the_kernel_and_the_operation_that_differ_inside_it() {
-    let tmp = tempfile::tempdir().unwrap();
     // One constant changed (2.0 → 3.0) in a kernel this MLIR reads.
-    let a = with_triton_kernel(tmp.path(), "a", &upstream_kernel("2.0"));
-    let b = with_triton_kernel(tmp.path(), "b", &upstream_kernel("3.0"));
-    let shown = why(&a, &b, false);
+    let (shown, json) =
+        why_between_triton_kernels(&upstream_kernel("2.0"), &upstream_kernel("3.0"));
     assert_contains(
         &shown,
         &[
@@ -89,10 +98,7 @@ fn why_names_the_kernel_and_the_operation_that_differ_inside_it() {
             "+ %0 = \"arith.constant\"() <{value = 3.000000e+00 : f32}>",
         ],
     );
-    assert!(!shown.contains("\\EF"), "escaped kernel bytes in:\n{shown}");
     assert!(!shown.contains("may read wrongly"), "{shown}");
-
-    let json: serde_json::Value = serde_json::from_str(&why(&a, &b, true)).unwrap();
     let details = json["differences"][0]["details"].as_array().unwrap();
     assert!(
         details[0].as_str().unwrap().contains("Triton kernel"),
@@ -102,12 +108,10 @@ fn why_names_the_kernel_and_the_operation_that_differ_inside_it() {
 
 #[test]
 fn why_names_a_triton_kernel_of_the_sweep_and_reads_it_without_its_dialects() {
-    let tmp = tempfile::tempdir().unwrap();
     // Real Triton kernels, the same but for one constant (2.0 → 3.0): MLIR 22 lacks the tt
     // dialect and cannot read them stripped, so the container is read dialect-free.
-    let a = with_triton_kernel(tmp.path(), "a", &sweep_kernel("affine-c2.a"));
-    let b = with_triton_kernel(tmp.path(), "b", &sweep_kernel("affine-c3.a"));
-    let shown = why(&a, &b, false);
+    let (shown, _) =
+        why_between_triton_kernels(&sweep_kernel("affine-c2.a"), &sweep_kernel("affine-c3.a"));
     assert_contains(
         &shown,
         &[
@@ -116,7 +120,6 @@ fn why_names_a_triton_kernel_of_the_sweep_and_reads_it_without_its_dialects() {
             "first differing byte at offset",
         ],
     );
-    assert!(!shown.contains("\\EF"), "escaped kernel bytes in:\n{shown}");
 }
 
 #[test]
