@@ -12,7 +12,7 @@ pub const BYTECODE_VERSION: i64 = 6;
 /// The producer string of canonical output. The default producer embeds the
 /// LLVM patch version; the MLIR version reaches the key through the
 /// compiler-version entry instead. Bump the suffix when canonical bytes change.
-pub const PRODUCER: &str = "mlir-cache-key/1";
+pub const PRODUCER: &str = "mlir-cache-key/2";
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write MLIR bytecode version {version} with producer {producer:?}")]
