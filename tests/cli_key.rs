@@ -1,5 +1,5 @@
-//! `mlir-cache-key key` and `why` as users run them: parity through the CLI,
-//! one "differs" test per ingredient with `why` naming it, and bad inputs.
+//! `mlir-cache-key key` and `why` as users run them: parity through the CLI (every release's
+//! vectors), one "differs" test per ingredient with `why` naming it, and bad inputs.
 
 mod common;
 
@@ -90,13 +90,33 @@ fn assert_ingredient(
     );
 }
 
-#[test]
-fn cli_reproduces_every_parity_vector() {
+/// Every parity vector: tests/data/parity/<case> (JAX 0.12.0.1) and
+/// tests/data/parity/<release>/<case>.
+fn parity_vectors() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
     for entry in std::fs::read_dir(data("parity")).expect("parity") {
         let dir = entry.expect("entry").path();
-        if !dir.join("expected.json").exists() {
-            continue;
+        if dir.join("expected.json").exists() {
+            dirs.push(dir);
+        } else if dir.is_dir() {
+            for case in std::fs::read_dir(&dir).expect("release") {
+                let case = case.expect("entry").path();
+                if case.join("expected.json").exists() {
+                    dirs.push(case);
+                }
+            }
         }
+    }
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn cli_reproduces_every_parity_vector() {
+    // The recipe follows --compiler-version: each release's jaxlib names it.
+    let dirs = parity_vectors();
+    assert!(dirs.len() >= 47, "parity vectors missing: {}", dirs.len());
+    for dir in dirs {
         let env: Value = serde_json::from_slice(&read(&dir.join("env.json"))).unwrap();
         let expected: Value = serde_json::from_slice(&read(&dir.join("expected.json"))).unwrap();
         let mut command = bin();
@@ -118,10 +138,16 @@ fn cli_reproduces_every_parity_vector() {
             .arg(dir.join("compile_options.pb"))
             .args(["--compression", env["compression"].as_str().unwrap()])
             .args(["--custom-hook", env["custom_hook"].as_str().unwrap_or("")])
+            .args(["--runtime-type", env["runtime_type"].as_str().unwrap_or("")])
             .arg("--explain");
         match env["topology_fingerprint"].as_u64() {
             Some(f) => {
                 command.args(["--topology-fingerprint", &f.to_string()]);
+            }
+            None if dir.join("topology.bin").exists() => {
+                command
+                    .arg("--topology-serialized")
+                    .arg(dir.join("topology.bin"));
             }
             None => {
                 for kind in env["device_kinds"].as_array().unwrap() {
