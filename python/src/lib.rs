@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use mck_key::flags::FlagSources;
 use mck_key::{
-    Accelerator, CanonicalSource, CompileOptionsInput, Computation, JaxRecipe, KeyInputs, KeyRecord,
-    SourceError,
+    Accelerator, CanonicalSource, CompileOptionsInput, Computation, JaxRecipe, KeyInputs,
+    KeyRecord, SourceError,
 };
 use mck_store::remote::RemoteUrl;
 use mck_store::{
