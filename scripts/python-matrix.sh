@@ -57,8 +57,9 @@ mj.install(sys.argv[1])
 jax.jit(lambda x: jnp.sin(x) * 2)(jnp.arange(8.0)).block_until_ready()
 hits = events.count("/jax/compilation_cache/cache_hits")
 misses = events.count("/jax/compilation_cache/cache_misses")
-expected = (0, 1) if sys.argv[2] == "first" else (1, 0)
-assert (hits, misses) == expected, f"{sys.argv[2]} run: {hits} hits, {misses} misses"
+# The first process compiles (the program and its input's iota); the second only hits.
+ok = (hits == 0 < misses) if sys.argv[2] == "first" else (misses == 0 < hits)
+assert ok, f"{sys.argv[2]} run: {hits} hits, {misses} misses"
 assert mj.installed().stats()["hits" if hits else "puts"] >= 1
 print(f"pip-check: jax {jax.__version__}, {sys.argv[2]} run: {hits} hit(s), {misses} miss(es)")
 PY
