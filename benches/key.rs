@@ -14,7 +14,7 @@
 //! (bench/compare.sh runs it beside JAX's own key path).
 
 use mlir_cache_key::canon::{CanonicalModule, Options};
-use mlir_cache_key::key::{Computation, KeyInputs, compute};
+use mlir_cache_key::key::{Computation, JaxRecipe, KeyInputs, compute};
 use mlir_cache_key::mlir::{new_context, parse_module};
 use std::io::Read;
 use std::time::{Duration, Instant};
@@ -165,6 +165,7 @@ fn main() {
                     record_text: false,
                 },
                 &inputs,
+                JaxRecipe::newest(),
             )
             .expect("key")
         };

@@ -105,17 +105,24 @@ scripts/lit-mutants.sh target/debug
 
 # The Python package (PyO3 over the MLIR-free crates; no MLIR in it) and its
 # JAX tests — real jax.jit compilations in child processes, the real Redis
-# above — in a venv this script makes (target/py-venv, jax 0.12.0.1 for CPU).
+# above — on every tested JAX release: one venv per release (jax 0.8.3, 0.9.2,
+# 0.10.2 on Python 3.11; 0.11.2, 0.12.0.1 on 3.12), made by
+# scripts/python-matrix.sh from one shared wheel directory with the abi3
+# extension built once; then `pip install ./python` into a fresh Python 3.11
+# venv with jax 0.10.2, whose jax.jit must go through our cache.
 cargo fmt --manifest-path python/Cargo.toml --check
 cargo clippy --locked --manifest-path python/Cargo.toml --all-targets -- -D warnings
 if cargo tree --locked --manifest-path python/Cargo.toml -e normal --prefix none | grep -E '^(mlir-sys|melior|bindgen|tblgen) '; then
   echo "test: the Python extension depends on MLIR (above); it must not (jaxlib brings its own)" >&2
   exit 1
 fi
-venv=$(bash scripts/python-venv.sh)
-"$venv/bin/pip" install --quiet --disable-pip-version-check ./python
-"$venv/bin/python" -c 'import mlir_cache_key._native'   # the extension, not a stale copy
-"$venv/bin/pytest" -v -p no:cacheprovider python/tests
+matrix=$(bash scripts/python-matrix.sh)
+while read -r release venv; do
+  echo "test: python tests on jax $release" >&2
+  "$venv/bin/python" -c 'import mlir_cache_key._native'   # the extension, not a stale copy
+  "$venv/bin/pytest" -v -p no:cacheprovider python/tests
+done <<<"$matrix"
+bash scripts/python-matrix.sh --pip-check
 
 # The fuzz target (its own workspace, fuzz/): type-checked on stable, then a
 # short smoke run of the libFuzzer binary with coverage instrumentation (stable

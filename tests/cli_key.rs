@@ -1,11 +1,11 @@
-//! `mlir-cache-key key` and `why` as users run them: parity through the CLI,
-//! one "differs" test per ingredient with `why` naming it, and bad inputs.
+//! `mlir-cache-key key` and `why` as users run them: parity through the CLI (every release's
+//! vectors), one "differs" test per ingredient with `why` naming it, and bad inputs.
 
 mod common;
 
 use common::{bin, corpus, data, failure, read, success, text};
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const FINGERPRINT: &str = "5394184100058117601";
@@ -90,57 +90,89 @@ fn assert_ingredient(
     );
 }
 
-#[test]
-fn cli_reproduces_every_parity_vector() {
+/// Every parity vector: tests/data/parity/<case> (JAX 0.12.0.1) and
+/// tests/data/parity/<release>/<case>.
+fn parity_vectors() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
     for entry in std::fs::read_dir(data("parity")).expect("parity") {
         let dir = entry.expect("entry").path();
-        if !dir.join("expected.json").exists() {
-            continue;
-        }
-        let env: Value = serde_json::from_slice(&read(&dir.join("env.json"))).unwrap();
-        let expected: Value = serde_json::from_slice(&read(&dir.join("expected.json"))).unwrap();
-        let mut command = bin();
-        command
-            .arg("key")
-            .arg("--computation-bytes")
-            .arg(dir.join("computation.mlirbc"))
-            .args(["--module-name", env["module_name"].as_str().unwrap()])
-            .args([
-                "--compiler-version",
-                env["jaxlib_version"].as_str().unwrap(),
-            ])
-            .args(["--platform", env["platform"].as_str().unwrap()])
-            .args([
-                "--platform-version",
-                env["platform_version"].as_str().unwrap(),
-            ])
-            .arg("--compile-options")
-            .arg(dir.join("compile_options.pb"))
-            .args(["--compression", env["compression"].as_str().unwrap()])
-            .args(["--custom-hook", env["custom_hook"].as_str().unwrap_or("")])
-            .arg("--explain");
-        match env["topology_fingerprint"].as_u64() {
-            Some(f) => {
-                command.args(["--topology-fingerprint", &f.to_string()]);
-            }
-            None => {
-                for kind in env["device_kinds"].as_array().unwrap() {
-                    command.args(["--device-kind", kind.as_str().unwrap()]);
+        if dir.join("expected.json").exists() {
+            dirs.push(dir);
+        } else if dir.is_dir() {
+            for case in std::fs::read_dir(&dir).expect("release") {
+                let case = case.expect("entry").path();
+                if case.join("expected.json").exists() {
+                    dirs.push(case);
                 }
             }
         }
-        for (var, key) in [
-            ("XLA_FLAGS", "XLA_FLAGS"),
-            ("LIBTPU_INIT_ARGS", "LIBTPU_INIT_ARGS"),
-        ] {
-            if let Some(value) = env[key].as_str() {
-                command.env(var, value);
+    }
+    dirs.sort();
+    dirs
+}
+
+/// `key` with every input of the parity vector in `dir`; `extra` goes before the `--` argv.
+fn vector_command(dir: &Path, extra: &[&str]) -> Command {
+    let env: Value = serde_json::from_slice(&read(&dir.join("env.json"))).unwrap();
+    let mut command = bin();
+    command
+        .arg("key")
+        .arg("--computation-bytes")
+        .arg(dir.join("computation.mlirbc"))
+        .args(["--module-name", env["module_name"].as_str().unwrap()])
+        .args([
+            "--compiler-version",
+            env["jaxlib_version"].as_str().unwrap(),
+        ])
+        .args(["--platform", env["platform"].as_str().unwrap()])
+        .args([
+            "--platform-version",
+            env["platform_version"].as_str().unwrap(),
+        ])
+        .arg("--compile-options")
+        .arg(dir.join("compile_options.pb"))
+        .args(["--compression", env["compression"].as_str().unwrap()])
+        .args(["--custom-hook", env["custom_hook"].as_str().unwrap_or("")])
+        .args(["--runtime-type", env["runtime_type"].as_str().unwrap_or("")])
+        .args(extra);
+    match env["topology_fingerprint"].as_u64() {
+        Some(f) => {
+            command.args(["--topology-fingerprint", &f.to_string()]);
+        }
+        None if dir.join("topology.bin").exists() => {
+            command
+                .arg("--topology-serialized")
+                .arg(dir.join("topology.bin"));
+        }
+        None => {
+            for kind in env["device_kinds"].as_array().unwrap() {
+                command.args(["--device-kind", kind.as_str().unwrap()]);
             }
         }
-        command.arg("--");
-        for arg in env["argv"].as_array().unwrap() {
-            command.arg(arg.as_str().unwrap());
+    }
+    for (var, key) in [
+        ("XLA_FLAGS", "XLA_FLAGS"),
+        ("LIBTPU_INIT_ARGS", "LIBTPU_INIT_ARGS"),
+    ] {
+        if let Some(value) = env[key].as_str() {
+            command.env(var, value);
         }
+    }
+    command.arg("--");
+    for arg in env["argv"].as_array().unwrap() {
+        command.arg(arg.as_str().unwrap());
+    }
+    command
+}
+
+#[test]
+fn cli_reproduces_every_parity_vector() {
+    // The recipe follows --compiler-version: each release's jaxlib names it.
+    let dirs = parity_vectors();
+    assert!(dirs.len() >= 47, "parity vectors missing: {}", dirs.len());
+    for dir in dirs {
+        let expected: Value = serde_json::from_slice(&read(&dir.join("expected.json"))).unwrap();
+        let mut command = vector_command(&dir, &["--explain"]);
         let output = command.output().expect("run");
         assert!(
             output.status.success(),
@@ -556,4 +588,76 @@ fn canonical_symbols_merges_renumbered_private_functions_only_on_request() {
     assert_ne!(symbols_key("a", &canonical), symbols_key("c", &canonical));
     // The default is JAX's module: the flag changes the key.
     assert_ne!(symbols_key("a", &[]), symbols_key("a", &canonical));
+}
+
+/// A JSON file's value.
+fn json_of(path: &Path) -> Value {
+    serde_json::from_slice(&read(path)).expect("json")
+}
+
+/// --jax-version picks the release's recipe, a topology in the wrong form or an unknown release
+/// is refused by name, and `why` says that two keys followed different recipes.
+#[test]
+fn jax_version_picks_the_recipe_and_why_names_both() {
+    let dir = data("parity/0.10.2/jit_mlp");
+    let expected = json_of(&dir.join("expected.json"));
+    let own = text(success(&mut vector_command(
+        &dir,
+        &["--jax-version", "0.10.1"],
+    )));
+    assert_eq!(own, expected["key"].as_str().unwrap());
+
+    // The same inputs under 0.12's recipe: two flags of this vector are excluded there.
+    let records = tempfile::tempdir().expect("tempdir");
+    let record = |version: &str, name: &str| {
+        let path = records.path().join(name);
+        let json = success(&mut vector_command(
+            &dir,
+            &["--json", "--jax-version", version],
+        ));
+        std::fs::write(&path, json).expect("write record");
+        path
+    };
+    let old = record("0.10.2", "old.json");
+    let new = record("0.12.0.1", "new.json");
+    assert_eq!(json_of(&old)["recipe"], "jax-0.10.0");
+    assert_eq!(json_of(&new)["recipe"], "jax-0.12.0");
+    let why = text(success(bin().arg("why").arg(&old).arg(&new)));
+    assert!(
+        why.contains("made with different JAX recipes: jax-0.10.0 → jax-0.12.0"),
+        "{why}"
+    );
+    assert!(why.contains("--xla_tpu_compiler_variant added"), "{why}");
+
+    // ≤ 0.9 hashes the serialized topology, so a fingerprint is refused there, by name.
+    let stderr = failure(
+        bin().args([
+            "key",
+            "--computation-bytes",
+            &dir.join("computation.mlirbc").display().to_string(),
+            "--module-name",
+            "m",
+            "--jax-version",
+            "0.9.2",
+            "--topology-fingerprint",
+            "7",
+        ]),
+        common::EX_DATAERR,
+    );
+    assert!(
+        stderr.contains("jax-0.8.2") && stderr.contains("Serialized"),
+        "{stderr}"
+    );
+
+    let stderr = failure(
+        bin()
+            .args(["key", "--module-name", "m", "--jax-version", "0.7.2"])
+            .arg("--computation-bytes")
+            .arg(dir.join("computation.mlirbc")),
+        common::EX_DATAERR,
+    );
+    assert!(
+        stderr.contains("\"0.7.2\"") && stderr.contains("0.12.0.1"),
+        "{stderr}"
+    );
 }

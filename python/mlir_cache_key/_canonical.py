@@ -1,9 +1,11 @@
 """The "computation" entry: a jaxlib `ir.Module` canonicalised in-process
 through jaxlib's own MLIR, giving the bytes `jax._src.cache_key` hashes.
 
-The steps are JAX's (`_canonicalize_ir` + `_serialize_ir`): clone, run
-`strip-debuginfo`, strip Mosaic kernels' debug info, optionally drop custom
-partitioning callbacks, write bytecode. What JAX spends beyond that is waste
+The steps are JAX's (`_canonicalize_ir` + `_serialize_ir`) as the installed
+release does them: clone, run `strip-debuginfo`, strip Mosaic kernels' debug
+info (from 0.11), drop the callbacks the release's callback argument names
+(`ignore_callbacks` on ≤ 0.10, `ignore_custom_partitioning` after), write
+bytecode. What JAX spends beyond that is waste
 that cannot change the bytes, and is skipped:
 - the verifier after `strip-debuginfo`: the pass only replaces locations,
   which no verifier reads, so it cannot make a valid module invalid (an
@@ -23,7 +25,6 @@ from . import _jax_internals as J
 
 _STRIP = "builtin.module(strip-debuginfo)"
 _MOSAIC_TARGET = b"tpu_custom_call"
-_PARTITIONING_TARGET = b"CustomSPMDPartitioning"
 _TRITON_TARGET = "__gpu$xla.gpu.triton"
 _HAS_MOSAIC = J.mosaic_available()
 
@@ -42,28 +43,29 @@ def _strip_debuginfo(module) -> None:
     passes.run(module.operation)
 
 
-def canonical_bytes(module, ignore_custom_partitioning: bool = False, mode: str = "jax") -> bytes:
-    """The bytes JAX 0.12 hashes for `module` (mode "jax"), or in mode
-    "canonical" the same with embedded Triton kernels stripped as well."""
+def canonical_bytes(module, callbacks=J.NO_CALLBACKS_IGNORED, mode: str = "jax") -> bytes:
+    """The bytes the installed JAX hashes for `module` (mode "jax"), or in
+    mode "canonical" the same with embedded Triton kernels stripped as well.
+    `callbacks` is the release's callback argument of `cache_key.get`."""
     if J.include_metadata_in_key():
         # JAX hashes the module as it is: nothing to save.
         with module.context:
-            return J.serialize_ir(module, ignore_custom_partitioning)
+            return J.serialize_ir(module, callbacks)
     with module.context:
-        m, data = _canonical_module(module, ignore_custom_partitioning, mode)
+        m, data = _canonical_module(module, callbacks, mode)
         return data if data is not None else _write(m)
 
 
-def canonical_text(module, ignore_custom_partitioning: bool = False, mode: str = "jax") -> str:
+def canonical_text(module, callbacks=J.NO_CALLBACKS_IGNORED, mode: str = "jax") -> str:
     """The canonical module as text, to show which operation moved on a miss."""
     with module.context:
         if J.include_metadata_in_key():
             return module.operation.get_asm(enable_debug_info=True)
-        m, _ = _canonical_module(module, ignore_custom_partitioning, mode)
+        m, _ = _canonical_module(module, callbacks, mode)
         return m.operation.get_asm(enable_debug_info=False)
 
 
-def _canonical_module(module, ignore_custom_partitioning, mode):
+def _canonical_module(module, callbacks, mode):
     """The canonicalised clone, and its bytecode when already written."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
@@ -76,9 +78,10 @@ def _canonical_module(module, ignore_custom_partitioning, mode):
     if mode == "canonical" and _TRITON_TARGET.encode() in (data or _write(m)):
         _strip_triton_kernels(m)
         data = None
-    if ignore_custom_partitioning and _PARTITIONING_TARGET in (data or _write(m)):
+    markers = J.callback_markers(callbacks)
+    if markers and any(marker in (data or _write(m)) for marker in markers):
         # JAX works on a second clone here; so do we (the rare case).
-        m = J.remove_custom_partitioning_callbacks(m.operation.clone(ip=False))
+        m = J.remove_callbacks(m.operation.clone(ip=False), callbacks)
         data = None
     return m, data
 

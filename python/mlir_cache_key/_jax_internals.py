@@ -1,58 +1,180 @@
-"""Every touch of JAX's private API, in one place.
+"""Every touch of JAX's private API, in one place, per JAX release.
 
 JAX has no public hook for its persistent cache, so the integration reads and
-replaces a few private names. This module is the whole list; each one was read
-from the pinned versions below, and `check_versions()` refuses any other
-before anything is imported or patched:
+replaces a few private names. `RELEASES` is the whole list, per release
+0.8.0 … 0.12.0.1 (read from each wheel; docs/jax-releases.md has the facts):
+what `cache_key.get` takes for callbacks, how it hashes the topology, and the
+`module:name` pairs the release must have. At import, every name of the
+installed release is resolved before anything is patched: a missing one raises
+`UnsupportedJaxVersion` naming the version and what is missing. A release newer
+than the newest known one is accepted with the newest one's table when every
+name resolves (with a warning; `install()` then also checks a probe key).
 
-- `jax._src.cache_key`: `get`, `_strip_mosaic_debug_info`,
-  `_remove_custom_partitioning_callbacks`, `_serialize_ir` (reused as they are,
-  so their bytes are JAX's by construction), `custom_hook`,
-  `get_flag_prefixes`, `jaxlib_version_str`, `logger`;
+Common to every release:
+- `jax._src.cache_key`: `get`, `_serialize_ir` (reused as they are, so their
+  bytes are JAX's by construction), `custom_hook`, `get_flag_prefixes`,
+  `jaxlib_version_str`, `logger`; per release `IgnoreCallbacks` and
+  `_remove_callbacks` (≤ 0.10) or `_remove_custom_partitioning_callbacks` and
+  `_strip_mosaic_debug_info` (≥ 0.11);
 - `jax._src.compilation_cache`: `get_cache_key` and `get_file_cache`
-  (replaced), `reset_cache`, `zstandard` (which compression JAX names),
-  `compress_executable`, `decompress_executable`,
-  `combine_executable_and_time`, `extract_executable_and_time`,
-  `VerificationCache`, `is_persistent_cache_enabled`, `logger`;
+  (replaced), `reset_cache`, `zstandard`, `compress_executable`,
+  `decompress_executable`, `combine_executable_and_time`,
+  `extract_executable_and_time`, `is_persistent_cache_enabled`, `logger`;
+  `VerificationCache` from 0.9.1;
 - `jax._src.compilation_cache_interface.CacheInterface`;
 - `jax._src.compiler`: `_compile_and_write_cache` and
   `log_persistent_cache_miss` (replaced), `log_persistent_cache_hit`,
-  `backend_compile_and_load`, `logger`;
+  `backend_compile_and_load`, `get_compile_options` (the probe), `logger`;
 - `jax._src.config`: the cache settings read through `setting()`;
-  `jax._src.distributed.global_state.process_id`; `jax._src.monitoring`;
+  `jax._src.distributed.global_state`; `jax._src.monitoring`;
 - jaxlib: `jax._src.lib.mlir.ir` and `passmanager`, `jax._src.lib.tpu`,
   `xla_client.get_topology_for_devices`, `_jax.JaxRuntimeError`.
 """
 
 from __future__ import annotations
 
-# JAX and jaxlib versions whose internals were read for this module.
-SUPPORTED_VERSIONS = {"jax": ("0.12.0.1",), "jaxlib": ("0.12.0.1",)}
+import importlib
+import warnings
+from dataclasses import dataclass
 
 
 class UnsupportedJaxVersion(RuntimeError):
-    """The installed JAX is not one whose internals this package was built against."""
+    """The installed JAX is not one whose internals this package knows."""
 
 
-def check_versions() -> None:
-    """Raises `UnsupportedJaxVersion` unless jax and jaxlib are pinned versions."""
+@dataclass(frozen=True)
+class Release:
+    """What one JAX release's cache key and cache path look like."""
+
+    # How `cache_key.get` is told about callbacks: "ignore_callbacks"
+    # (an `IgnoreCallbacks` enum, ≤ 0.10) or "ignore_custom_partitioning" (a bool).
+    callbacks_argument: str
+    # Entry 6: "serialized" (`topology.serialize()`, ≤ 0.9) or "fingerprint".
+    accelerator: str
+    # Entry 3 also hashes `backend.runtime_type` (0.8.0, 0.8.1).
+    hashes_runtime_type: bool
+    # Every private `module:name` (module under `jax._src`) the release must have.
+    names: tuple[str, ...]
+
+
+_COMMON = (
+    "cache_key:get", "cache_key:_serialize_ir", "cache_key:custom_hook",
+    "cache_key:get_flag_prefixes", "cache_key:jaxlib_version_str", "cache_key:logger",
+    "compilation_cache:get_cache_key", "compilation_cache:get_file_cache",
+    "compilation_cache:reset_cache", "compilation_cache:zstandard",
+    "compilation_cache:compress_executable", "compilation_cache:decompress_executable",
+    "compilation_cache:combine_executable_and_time",
+    "compilation_cache:extract_executable_and_time",
+    "compilation_cache:is_persistent_cache_enabled", "compilation_cache:logger",
+    "compilation_cache_interface:CacheInterface",
+    "compiler:_compile_and_write_cache", "compiler:log_persistent_cache_miss",
+    "compiler:log_persistent_cache_hit", "compiler:backend_compile_and_load",
+    "compiler:get_compile_options", "compiler:logger",
+    "config:compilation_cache_include_metadata_in_key",
+    "config:remove_custom_partitioning_ptr_from_cache_key",
+    "distributed:global_state", "monitoring:record_event",
+    "monitoring:record_event_duration_secs",
+    "lib._jax:JaxRuntimeError", "lib.xla_client:get_topology_for_devices",
+)
+_ENUM_CALLBACKS = ("cache_key:IgnoreCallbacks", "cache_key:_remove_callbacks")
+_BOOL_CALLBACKS = ("cache_key:_remove_custom_partitioning_callbacks",
+                   "cache_key:_strip_mosaic_debug_info")
+_VERIFICATION = ("compilation_cache:VerificationCache", "config:compilation_cache_check_contents")
+
+_0_8_0 = Release("ignore_callbacks", "serialized", True, _COMMON + _ENUM_CALLBACKS)
+_0_8_2 = Release("ignore_callbacks", "serialized", False, _COMMON + _ENUM_CALLBACKS)
+_0_9_1 = Release("ignore_callbacks", "serialized", False,
+                 _COMMON + _ENUM_CALLBACKS + _VERIFICATION)
+_0_10 = Release("ignore_callbacks", "fingerprint", False,
+                _COMMON + _ENUM_CALLBACKS + _VERIFICATION)
+_0_11 = Release("ignore_custom_partitioning", "fingerprint", False,
+                _COMMON + _BOOL_CALLBACKS + _VERIFICATION)
+
+RELEASES = {
+    "0.8.0": _0_8_0, "0.8.1": _0_8_0,
+    "0.8.2": _0_8_2, "0.8.3": _0_8_2, "0.9.0": _0_8_2, "0.9.0.1": _0_8_2,
+    "0.9.1": _0_9_1, "0.9.2": _0_9_1,
+    "0.10.0": _0_10, "0.10.1": _0_10, "0.10.2": _0_10,
+    "0.11.0": _0_11, "0.11.1": _0_11, "0.11.2": _0_11,
+    "0.12.0": _0_11, "0.12.0.1": _0_11,
+}
+NEWEST = "0.12.0.1"
+
+
+def _version_tuple(version: str) -> tuple:
+    parts = []
+    for part in version.split("."):
+        digits = "".join(c for c in part if c.isdigit())
+        parts.append(int(digits) if digits else 0)
+        if digits != part:  # 0.13.0.dev2026…, 0.13.0rc1: stop at the tag
+            break
+    return tuple(parts)
+
+
+_MISSING = object()
+
+
+def _resolve(names) -> tuple[dict, list[str]]:
+    """Every `module:name` looked up (importing only, never patching), and
+    those that are missing."""
+    found, missing = {}, []
+    for entry in names:
+        module_path, attr = entry.split(":")
+        head, *rest = module_path.split(".")
+        try:
+            owner = importlib.import_module(f"jax._src.{head}")
+        except ImportError:
+            missing.append(entry)
+            continue
+        for part in [*rest, attr]:
+            owner = getattr(owner, part, _MISSING)
+            if owner is _MISSING:
+                missing.append(entry)
+                break
+        else:
+            found[entry] = owner
+    return found, missing
+
+
+def select_release(version: str, package: str = "jax") -> tuple[Release, bool]:
+    """The table of release `version` (of jax or jaxlib), and whether it is an
+    untested newer release; raises `UnsupportedJaxVersion` for an older or
+    unknown one."""
+    if version in RELEASES:
+        return RELEASES[version], False
+    if _version_tuple(version) > _version_tuple(NEWEST):
+        return RELEASES[NEWEST], True
+    raise UnsupportedJaxVersion(
+        f"mlir_cache_key.jax supports jax and jaxlib {', '.join(RELEASES)} (and newer ones "
+        f"whose private names resolve); found {package} {version}. It replaces private parts "
+        "of JAX's compilation cache, so it refuses other versions.")
+
+
+def check_versions() -> tuple[str, Release, bool]:
+    """The installed release, its table and whether it is untested, once every
+    private name resolved; raises `UnsupportedJaxVersion` naming what is missing."""
     import jax
     import jaxlib
 
-    found = {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
-    bad = {k: v for k, v in found.items() if v not in SUPPORTED_VERSIONS[k]}
-    if bad:
-        wanted = ", ".join(f"{k} {' or '.join(v)}" for k, v in SUPPORTED_VERSIONS.items())
-        have = ", ".join(f"{k} {v}" for k, v in found.items())
+    version = jax.__version__
+    select_release(jaxlib.__version__, "jaxlib")
+    release, untested = select_release(version)
+    _, missing = _resolve(release.names)
+    if missing:
         raise UnsupportedJaxVersion(
-            f"mlir_cache_key.jax supports {wanted}; found {have}. It replaces private "
-            "parts of JAX's compilation cache, so it refuses other versions."
-        )
+            f"jax {version}: private names mlir_cache_key.jax needs are missing: "
+            f"{', '.join(missing)}" + (f" (tested up to {NEWEST})" if untested else ""))
+    if untested:
+        warnings.warn(f"mlir_cache_key.jax: jax {version} is newer than the newest tested "
+                      f"release ({NEWEST}); its private names resolve, and install() checks "
+                      "a probe key against JAX's own", stacklevel=3)
+    return version, release, untested
 
 
-check_versions()
+JAX_VERSION, RELEASE, UNTESTED = check_versions()
+CALLBACKS_ARGUMENT = RELEASE.callbacks_argument
 
-# Imported only after the version check: names below are private API.
+# Imported only after every name resolved: names below are private API.
 from jax._src import cache_key  # noqa: E402
 from jax._src import compilation_cache  # noqa: E402
 from jax._src import compilation_cache_interface  # noqa: E402
@@ -72,13 +194,53 @@ cache_logger = compilation_cache.logger
 compiler_logger = compiler.logger
 
 # JAX's own steps, reused so their bytes are JAX's.
-strip_mosaic_debug_info = cache_key._strip_mosaic_debug_info
-remove_custom_partitioning_callbacks = cache_key._remove_custom_partitioning_callbacks
 serialize_ir = cache_key._serialize_ir
+_PARTITIONING_TARGET = b"CustomSPMDPartitioning"
+
+if CALLBACKS_ARGUMENT == "ignore_callbacks":
+    IgnoreCallbacks = cache_key.IgnoreCallbacks
+    NO_CALLBACKS_IGNORED = IgnoreCallbacks.NO
+
+    def remove_callbacks(m, ignore):
+        return cache_key._remove_callbacks(m, ignore)
+
+    def callback_markers(ignore) -> tuple[bytes, ...]:
+        """Strings one of which the module's bytecode holds if removal can change it."""
+        if ignore == IgnoreCallbacks.NO:
+            return ()
+        if ignore == IgnoreCallbacks.ALL:
+            return (b"callback", _PARTITIONING_TARGET)
+        return (_PARTITIONING_TARGET,)
+
+    def compile_path_callbacks():
+        """What JAX's compile path passes to `get_cache_key`."""
+        if remove_custom_partitioning_ptr():
+            return IgnoreCallbacks.CUSTOM_PARTITIONING
+        return IgnoreCallbacks.NO
+else:
+    NO_CALLBACKS_IGNORED = False
+
+    def remove_callbacks(m, ignore):
+        return cache_key._remove_custom_partitioning_callbacks(m)
+
+    def callback_markers(ignore) -> tuple[bytes, ...]:
+        return (_PARTITIONING_TARGET,) if ignore else ()
+
+    def compile_path_callbacks():
+        return remove_custom_partitioning_ptr()
+
+
+def strip_mosaic_debug_info(m) -> None:
+    # Only from 0.11 does JAX strip Mosaic kernels at all.
+    if CALLBACKS_ARGUMENT == "ignore_custom_partitioning":
+        cache_key._strip_mosaic_debug_info(m)
 
 
 def mosaic_available() -> bool:
-    """JAX strips Mosaic kernels only when jaxlib has the `tpu` dialect."""
+    """JAX strips Mosaic kernels only from 0.11, and only when jaxlib has the
+    `tpu` dialect."""
+    if CALLBACKS_ARGUMENT != "ignore_custom_partitioning":
+        return False
     try:
         from jax._src.lib import tpu  # noqa: F401
     except ImportError:
@@ -106,6 +268,20 @@ def topology_for_devices(devices: list):
     return xla_client.get_topology_for_devices(devices)
 
 
+def topology_entry(devices: list) -> dict:
+    """Entry 6's input as this release hashes it (raises JaxRuntimeError
+    where JAX falls back to device kinds)."""
+    topology = topology_for_devices(devices)
+    if RELEASE.accelerator == "serialized":
+        return dict(topology_serialized=topology.serialize())
+    return dict(topology_fingerprint=topology.fingerprint())
+
+
+def runtime_type(backend) -> str:
+    """Entry 3's third part, on releases that hash it."""
+    return backend.runtime_type if RELEASE.hashes_runtime_type else ""
+
+
 def include_metadata_in_key() -> bool:
     return config.compilation_cache_include_metadata_in_key.value
 
@@ -124,6 +300,12 @@ def jax_compression() -> str:
 
 def setting(name: str):
     return getattr(config, name).value
+
+
+def check_contents() -> bool:
+    """`jax_compilation_cache_check_contents` (absent, so off, before 0.9.1)."""
+    return hasattr(config, "compilation_cache_check_contents") and setting(
+        "compilation_cache_check_contents")
 
 
 def update_setting(name: str, value) -> None:
@@ -146,9 +328,23 @@ def module_name(module) -> str:
     return ir.StringAttr(module.operation.attributes["sym_name"]).value
 
 
-def jax_key(module, devices, compile_options, backend, compression, ignore_custom_partitioning):
-    return cache_key.get(module, devices, compile_options, backend, compression,
-                         ignore_custom_partitioning)
+def jax_key(module, devices, compile_options, backend, compression, callbacks):
+    """JAX's own key; `callbacks` is this release's callback argument."""
+    return cache_key.get(module, devices, compile_options, backend, compression, callbacks)
+
+
+def probe_inputs():
+    """A small real module with the devices, options and backend JAX's
+    compile path would key it with: what `install()` checks our key on."""
+    import jax
+    import numpy as np
+
+    lowered = jax.jit(lambda x: x * 2 + 1).lower(np.float32(1))
+    module = lowered.compiler_ir("stablehlo")
+    backend = jax.devices()[0].client
+    devices = np.array(jax.devices()[:1])
+    options = compiler.get_compile_options(num_replicas=1, num_partitions=1)
+    return module, devices, options, backend
 
 
 # --- the compile path -----------------------------------------------------------
@@ -187,7 +383,7 @@ def load_entry(value: bytes, backend, executable_devices, compile_options, host_
 
 
 def verification_cache(cache):
-    return compilation_cache.VerificationCache(cache)
+    return compilation_cache.VerificationCache(cache)  # only reached when check_contents()
 
 
 def reset_cache() -> None:

@@ -9,8 +9,11 @@ byte `jax._src.cache_key.get`), entries live in our store (TTL, size cap,
 optional shared remote tier), a key is compiled by one process at a time
 (others wait on the store's lock and load the result), and a miss is explained
 in JAX's log against the nearest stored entry of the same module.
-`uninstall()` puts JAX's own cache back. The private JAX names this relies on
-are listed in `_jax_internals`; other JAX versions are refused at import.
+`uninstall()` puts JAX's own cache back. Works on JAX 0.8.0 … 0.12.0.1: the
+private names of each release are a table in `_jax_internals`, all resolved
+at import; `key()` takes that release's callback argument
+(`ignore_callbacks=` on ≤ 0.10, `ignore_custom_partitioning=` after), and
+`install()` refuses mode "jax" when our key of a probe module is not JAX's.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from dataclasses import dataclass
 from . import _jax_internals as J
 from ._canonical import MODES, canonical_bytes, canonical_text
 
-__all__ = ["install", "uninstall", "installed", "key", "UnsupportedJaxVersion"]
+__all__ = ["install", "uninstall", "installed", "key", "UnsupportedJaxVersion", "JAX_VERSION"]
 
 UnsupportedJaxVersion = J.UnsupportedJaxVersion
+JAX_VERSION = J.JAX_VERSION
 
 # Mode "canonical" hashes this before the user's custom hook, so its keys can
 # never equal a mode "jax" key for the same inputs (a separate namespace).
@@ -61,7 +65,7 @@ class _Computed:
     parts: dict
     computation: bytes
     module: object
-    ignore_custom_partitioning: bool
+    callbacks: object  # the release's callback argument
     mode: str
 
 
@@ -70,15 +74,16 @@ _topologies_lock = threading.Lock()
 
 
 def _accelerator(devices):
-    """Entry 6 as JAX computes it: the topology fingerprint, or on
-    JaxRuntimeError each device's kind. Cached per device list: the topology of
-    a set of devices does not change while a process runs."""
+    """Entry 6 as the release computes it: the topology (fingerprint, or
+    serialized on ≤ 0.9), or on JaxRuntimeError each device's kind. Cached per
+    device list: the topology of a set of devices does not change while a
+    process runs."""
     flat = tuple(devices.flat)
     with _topologies_lock:
         found = _topologies.get(flat)
     if found is None:
         try:
-            found = (J.topology_for_devices(list(flat)).fingerprint(), None)
+            found = (J.topology_entry(list(flat)), None)
         except J.JaxRuntimeError as ex:
             found = (None, ex)
         with _topologies_lock:
@@ -89,11 +94,11 @@ def _accelerator(devices):
 
 
 def _compute(module, devices, compile_options, backend, compression,
-             ignore_custom_partitioning, mode, computation_text=None) -> _Computed:
+             callbacks, mode, computation_text=None) -> _Computed:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
-    computation = canonical_bytes(module, ignore_custom_partitioning, mode)
-    fingerprint, topology_error = _accelerator(devices)
+    computation = canonical_bytes(module, callbacks, mode)
+    topology, topology_error = _accelerator(devices)
     hook = J.custom_hook()
     if mode == "canonical":
         hook = CANONICAL_NAMESPACE + hook
@@ -101,22 +106,24 @@ def _compute(module, devices, compile_options, backend, compression,
         compiler_version=J.compiler_version(),
         platform=backend.platform,
         platform_version=backend.platform_version,
+        runtime_type=J.runtime_type(backend),
         xla_flags=os.getenv("XLA_FLAGS"),
         libtpu_init_args=os.getenv("LIBTPU_INIT_ARGS"),
         argv=list(sys.argv),
         flag_prefixes=J.flag_prefixes(),
         # Raw proto: the key library normalizes it as JAX does.
         compile_options=None if compile_options is None else compile_options.SerializeAsString(),
-        topology_fingerprint=fingerprint,
-        device_kinds=[] if fingerprint is not None else [d.device_kind for d in devices.flat],
+        **(topology or {}),
+        device_kinds=[] if topology is not None else [d.device_kind for d in devices.flat],
         compression=compression,
         custom_hook=hook,
+        jax_version=J.JAX_VERSION if not J.UNTESTED else J.NEWEST,
     )
     name = J.module_name(module)
     result = _native().key_from_parts(computation, name, **parts)
     _log_trace(result, topology_error)
     return _Computed(result["key"], result["record"], parts, computation, module,
-                     ignore_custom_partitioning, mode)
+                     callbacks, mode)
 
 
 def _log_trace(result, topology_error) -> None:
@@ -153,14 +160,27 @@ def _log_trace(result, topology_error) -> None:
                 log.debug(f"get_cache_key hash {what} %s: %s", name, digest)
 
 
-def key(module, devices, compile_options, backend, compression="zstandard",
-        ignore_custom_partitioning=False, *, mode=None) -> str:
-    """`jax._src.cache_key.get`'s signature and, in mode "jax", its key and
-    DEBUG trace. `mode` defaults to the installed one, else "jax"."""
+def _key(module, devices, compile_options, backend, compression, callbacks, mode) -> str:
     if mode is None:
         mode = _state.mode if _state is not None else "jax"
-    return _compute(module, devices, compile_options, backend, compression,
-                    ignore_custom_partitioning, mode).key
+    return _compute(module, devices, compile_options, backend, compression, callbacks, mode).key
+
+
+# The installed release's `jax._src.cache_key.get` signature (plus `mode`).
+if J.CALLBACKS_ARGUMENT == "ignore_callbacks":
+    def key(module, devices, compile_options, backend, compression_algorithm="zstandard",
+            ignore_callbacks=J.NO_CALLBACKS_IGNORED, *, mode=None) -> str:
+        """`jax._src.cache_key.get` of this release and, in mode "jax", its key
+        and DEBUG trace. `mode` defaults to the installed one, else "jax"."""
+        return _key(module, devices, compile_options, backend, compression_algorithm,
+                    ignore_callbacks, mode)
+else:
+    def key(module, devices, compile_options, backend, compression_algorithm="zstandard",
+            ignore_custom_partitioning=False, *, mode=None) -> str:
+        """`jax._src.cache_key.get` of this release and, in mode "jax", its key
+        and DEBUG trace. `mode` defaults to the installed one, else "jax"."""
+        return _key(module, devices, compile_options, backend, compression_algorithm,
+                    ignore_custom_partitioning, mode)
 
 
 # --- the cache --------------------------------------------------------------------
@@ -213,14 +233,15 @@ class _StoreCache(J.CacheInterface):
         self._state.cache.put(key, value, computed.record if computed else None)
 
 
-def _get_cache_key(module, devices, compile_options, backend, ignore_custom_partitioning=False):
+def _get_cache_key(module, devices, compile_options, backend, callbacks=J.NO_CALLBACKS_IGNORED):
+    # `callbacks`: the release's `ignore_callbacks` or `ignore_custom_partitioning`.
     state = _state
     if state is None:  # uninstalled meanwhile
         return J.jax_key(module, devices, compile_options, backend, J.jax_compression(),
-                         ignore_custom_partitioning)
+                         callbacks)
     try:
         computed = _compute(module, devices, compile_options, backend, J.jax_compression(),
-                            ignore_custom_partitioning, state.mode)
+                            callbacks, state.mode)
     except Exception as ex:  # as JAX: a key that cannot be made skips the cache
         if J.setting("raise_persistent_cache_errors"):
             raise
@@ -264,7 +285,7 @@ def _record_with_text(computed: _Computed) -> str:
     printing a module costs far less than the compile that follows)."""
     if len(computed.computation) * 8 > MAX_RECORDED_TEXT:  # text is several times larger
         return computed.record
-    text = canonical_text(computed.module, computed.ignore_custom_partitioning, computed.mode)
+    text = canonical_text(computed.module, computed.callbacks, computed.mode)
     if len(text) > MAX_RECORDED_TEXT:
         return computed.record
     name = J.module_name(computed.module)
@@ -299,7 +320,7 @@ def _compile_and_write_cache(backend, computation, executable_devices, compile_o
     state = _state
     computed = state.recalled(cache_key) if state is not None else None
     if (computed is None or J.process_id() != 0
-            or J.setting("compilation_cache_check_contents")):
+            or J.check_contents()):
         # Not our key, not the writing process, or JAX must verify a fresh compile.
         return _originals["compile_and_write_cache"](
             backend, computation, executable_devices, compile_options, host_callbacks,
@@ -336,12 +357,34 @@ def _compile_and_write_cache(backend, computation, executable_devices, compile_o
 
 def _get_file_cache(path):
     cache = _StoreCache(_state)
-    if J.setting("compilation_cache_check_contents"):
+    if J.check_contents():
         return J.verification_cache(cache), cache._path
     return cache, cache._path
 
 
 _originals: dict = {}
+
+
+def probe() -> tuple[str, str]:
+    """Our mode "jax" key of a small real module, and JAX's own `cache_key.get`."""
+    module, devices, options, backend = J.probe_inputs()
+    callbacks = J.compile_path_callbacks()
+    compression = J.jax_compression()
+    ours = _compute(module, devices, options, backend, compression, callbacks, "jax").key
+    theirs = J.jax_key(module, devices, options, backend, compression, callbacks)
+    return ours, theirs
+
+
+def _check_probe(mode: str) -> None:
+    """Mode "jax" promises JAX's keys: refuse it when the probe says otherwise."""
+    if mode != "jax":
+        return
+    ours, theirs = probe()
+    if ours != theirs:
+        raise UnsupportedJaxVersion(
+            f"jax {J.JAX_VERSION}: mlir_cache_key's key of a probe module ({ours}) differs from "
+            f"JAX's own cache_key.get ({theirs}); mode \"jax\" would not share JAX's keys. "
+            "Use mode=\"canonical\" or a supported JAX release.")
 
 
 def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
@@ -359,6 +402,7 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     native = _native()  # fails loudly before anything is touched
+    _check_probe(mode)  # likewise
     with _install_lock:
         if _state is not None:
             _uninstall_locked()

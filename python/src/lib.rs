@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use mck_key::flags::FlagSources;
 use mck_key::{
-    Accelerator, CanonicalSource, CompileOptionsInput, Computation, KeyInputs, KeyRecord,
-    SourceError,
+    Accelerator, CanonicalSource, CompileOptionsInput, Computation, JaxRecipe, KeyInputs,
+    KeyRecord, SourceError,
 };
 use mck_settings::{Layer, Settings};
 use mck_store::{CacheKey, Compiled, Digest, ListFilter, Lookup, Served, StoreError, Tiered};
@@ -60,15 +60,17 @@ fn to_python(py: Python<'_>, value: &impl serde::Serialize) -> PyResult<Py<PyAny
 
 /// The key of JAX's eight entries: `computation` is the canonical module's
 /// bytes; the rest as `mlir-cache-key key --computation-bytes` takes them
-/// (`compile_options` raw, normalized here as JAX does). Returns `key`, JAX's
+/// (`compile_options` raw, normalized here as JAX does; `jax_version` picks the release's
+/// recipe, default the newest). Returns `key`, JAX's
 /// 16 `trace` lines and the JSON `record` (with `computation_text` when given).
 #[pyfunction]
 #[pyo3(signature = (
     computation, module_name, *, compiler_version = String::new(), platform = String::new(),
     platform_version = String::new(), xla_flags = None, libtpu_init_args = None,
     argv = Vec::new(), flag_prefixes = Vec::new(), compile_options = None,
-    topology_fingerprint = None, device_kinds = Vec::new(),
+    topology_fingerprint = None, topology_serialized = None, device_kinds = Vec::new(),
     compression = "zstandard".to_owned(), custom_hook = String::new(), computation_text = None,
+    jax_version = None, runtime_type = String::new(),
 ))]
 #[allow(clippy::too_many_arguments)]
 fn key_from_parts<'py>(
@@ -84,16 +86,24 @@ fn key_from_parts<'py>(
     flag_prefixes: Vec<String>,
     compile_options: Option<Vec<u8>>,
     topology_fingerprint: Option<u64>,
+    topology_serialized: Option<Vec<u8>>,
     device_kinds: Vec<String>,
     compression: String,
     custom_hook: String,
     computation_text: Option<String>,
+    jax_version: Option<String>,
+    runtime_type: String,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let recipe = match jax_version.as_deref() {
+        Some(version) => JaxRecipe::for_version(version).map_err(value_error)?,
+        None => JaxRecipe::newest(),
+    };
     let inputs = KeyInputs {
         module_name,
         compiler_version,
         platform,
         platform_version,
+        runtime_type,
         flags: FlagSources {
             xla_flags,
             libtpu_init_args,
@@ -107,9 +117,10 @@ fn key_from_parts<'py>(
             },
             None => CompileOptionsInput::None,
         },
-        accelerator: match topology_fingerprint {
-            Some(fingerprint) => Accelerator::TopologyFingerprint(fingerprint),
-            None => Accelerator::DeviceKinds(device_kinds),
+        accelerator: match (topology_fingerprint, topology_serialized) {
+            (Some(fingerprint), _) => Accelerator::TopologyFingerprint(fingerprint),
+            (None, Some(bytes)) => Accelerator::TopologySerialized(bytes),
+            (None, None) => Accelerator::DeviceKinds(device_kinds),
         },
         compression,
         custom_hook,
@@ -130,7 +141,8 @@ fn key_from_parts<'py>(
                 }
                 None => Computation::Bytes(computation),
             };
-            let record = mck_key::compute(computation, &inputs).map_err(|e| e.to_string())?;
+            let record =
+                mck_key::compute(computation, &inputs, recipe).map_err(|e| e.to_string())?;
             let json = serde_json::to_string(&record).map_err(|e| e.to_string())?;
             Ok::<_, String>((record, json))
         })

@@ -82,7 +82,12 @@ def shard_map_program():
     devices = np.array(jax.devices()[:8])
     mesh = Mesh(devices, ("i",))
 
-    @functools.partial(jax.shard_map, mesh=mesh, in_specs=P("i"), out_specs=P())
+    try:
+        shard_map = jax.shard_map
+    except AttributeError:  # before JAX 0.8.1 it was experimental only
+        from jax.experimental.shard_map import shard_map
+
+    @functools.partial(shard_map, mesh=mesh, in_specs=P("i"), out_specs=P())
     def f(x):
         return jax.lax.psum(jnp.sum(x * x), "i")
 
@@ -102,8 +107,12 @@ def pallas_add(x, y):
 
 
 def fake_gpu_info():
-    """Lowering Pallas for CUDA asks the GPU's compute capability: pretend H100."""
-    from jax._src.pallas.triton import gpu_info, pallas_call_registration
+    """Lowering Pallas for CUDA asks the GPU's compute capability: pretend H100
+    (JAX ≤ 0.10 has no `gpu_info` and falls back to a fixed one by itself)."""
+    try:
+        from jax._src.pallas.triton import gpu_info, pallas_call_registration
+    except ImportError:
+        return
 
     pallas_call_registration.gpu_info_lib.get_gpu_info = lambda: gpu_info._get_gpu_info_impl(
         gpu_info.GpuVersion.H100
@@ -127,17 +136,52 @@ def cpu_programs():
     return out
 
 
+@functools.cache
+def triton_lowerable() -> bool:
+    """Whether this CPU-only jaxlib lowers Pallas for CUDA (from 0.11 with
+    `gpu_info` faked; 0.8 falls back to a fixed compute capability; 0.9 and
+    0.10 ask for jaxlib GPU)."""
+    fake_gpu_info()
+    x = np.ones((8, 128), np.float32)
+    try:
+        jax.jit(pallas_add).trace(x, x).lower(lowering_platforms=("cuda",))
+    except ValueError as ex:
+        if "Cannot lower pallas_call on platform: gpu" not in str(ex):
+            raise
+        return False
+    return True
+
+
+def pallas_names():
+    """The cross-platform Pallas programs `lowered()` yields on this JAX
+    (`jax_mosaic_unzip_debug_locations` exists from 0.12)."""
+    from jax._src import config
+    if hasattr(config, "jax_mosaic_unzip_debug_locations"):
+        names = ["pallas_tpu_unzip1", "pallas_tpu_unzip0"]
+    else:
+        names = ["pallas_tpu"]
+    return names + (["pallas_triton"] if triton_lowerable() else [])
+
+
 def lowered():
     """(name, ir.Module) for every program, including cross-platform Pallas."""
+    import contextlib
+
     from jax._src import config
     for name, f, args in cpu_programs():
         yield name, f.trace(*args).lower().compiler_ir("stablehlo")
     x = np.ones((8, 128), np.float32)
-    for unzip in (True, False):
-        with config.jax_mosaic_unzip_debug_locations(unzip):
-            yield f"pallas_tpu_unzip{int(unzip)}", (
+    for name in pallas_names():
+        if not name.startswith("pallas_tpu"):
+            continue
+        unzip = (config.jax_mosaic_unzip_debug_locations(name.endswith("1"))
+                 if name != "pallas_tpu" else contextlib.nullcontext())
+        with unzip:
+            yield name, (
                 jax.jit(pallas_add).trace(x, x).lower(lowering_platforms=("tpu",))
             ).compiler_ir("stablehlo")
+    if not triton_lowerable():
+        return
     fake_gpu_info()
     yield "pallas_triton", (
         jax.jit(pallas_add).trace(x, x).lower(lowering_platforms=("cuda",))

@@ -11,33 +11,40 @@ def test_bytes_equal_jax(tmp_path):
         from jax._src import cache_key
         from jax._src.interpreters import mlir
         from mlir_cache_key._canonical import canonical_bytes, canonical_text
+        from mlir_cache_key import _jax_internals as J
         import programs
 
+        # Every value of this release's callback argument.
+        if hasattr(cache_key, "IgnoreCallbacks"):
+            arguments = list(cache_key.IgnoreCallbacks)
+        else:
+            arguments = [False, True]
         mods = list(programs.lowered()) + list(programs.corpus_modules(mlir.make_ir_context()))
         checked, differ, mosaic = 0, [], 0
         for name, m in mods:
-            for icp in (False, True):
+            for icp in arguments:
                 theirs = cache_key._canonicalize_ir(m, icp)
                 ours = canonical_bytes(m, icp)
                 checked += 1
                 mosaic += b"tpu_custom_call" in theirs
                 if ours != theirs:
-                    differ.append([name, icp])
+                    differ.append([name, str(icp)])
             assert "loc(" not in canonical_text(m)
         from jax._src import config
         with config.compilation_cache_include_metadata_in_key(True):
             name, m = mods[0]
-            assert canonical_bytes(m) == cache_key._serialize_ir(m, False)
-        report(checked=checked, differ=differ, names=[n for n, _ in mods], mosaic=mosaic)
+            assert canonical_bytes(m) == cache_key._serialize_ir(m, J.NO_CALLBACKS_IGNORED)
+        report(checked=checked, differ=differ, names=[n for n, _ in mods], mosaic=mosaic,
+               pallas=programs.pallas_names(), arguments=len(arguments))
     """)
     assert result["differ"] == []
     names = result["names"]
     for expected in ("jit_mlp", "grad_mlp", "scan", "while", "custom_vjp", "shard_map",
-                     "pallas_tpu_unzip1", "pallas_tpu_unzip0", "pallas_triton",
+                     *result["pallas"],
                      "large/large_deep_ops.generic.mlir", "cpu/custom_partitioning.a.generic.mlir"):
         assert expected in names
-    assert result["mosaic"] >= 4  # the Mosaic path really ran
-    assert result["checked"] == 2 * len(names)
+    assert result["mosaic"] >= 2  # the Mosaic path really ran
+    assert result["checked"] == result["arguments"] * len(names)
 
 
 def test_canonical_mode_strips_triton_only(tmp_path):
@@ -51,6 +58,9 @@ def test_canonical_mode_strips_triton_only(tmp_path):
 
         from jax.experimental import pallas as pl
 
+        if not programs.triton_lowerable():  # JAX 0.9 and 0.10 on CPU: asks for jaxlib GPU
+            report(not_lowerable=jax.__version__)
+            sys.exit(0)
         programs.fake_gpu_info()
         x = np.ones((8, 128), np.float32)
         source = (
@@ -73,6 +83,9 @@ def test_canonical_mode_strips_triton_only(tmp_path):
                differs_from_jax=canonical[0] != jax_mode[0],
                plain_same=canonical_bytes(m, mode="canonical") == canonical_bytes(m))
     """)
+    if "not_lowerable" in result:  # nothing to compare on this release
+        assert result["not_lowerable"].startswith(("0.9.", "0.10.")), result
+        return
     assert result["plain_same"]
     assert result["differs_from_jax"]
     assert not result["jax_equal"]  # JAX keeps Triton locations

@@ -1,13 +1,13 @@
 //! `mlir-cache-key key`: the JAX-compatible key of a module, its trace, its
 //! record.
 
-use super::canon::CanonFlags;
+use super::canon::{CanonFlags, KernelArg};
 use super::error::CliError;
 use super::key_args::KeyArgs;
 use super::limits::InputLimits;
 use super::module::with_computation;
 use super::output;
-use crate::key::{Computation, KeyRecord, Readable, compute};
+use crate::key::{Computation, KeyRecord, MosaicKernels, Readable, compute};
 use anyhow::anyhow;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -83,15 +83,27 @@ pub fn record_for(
     if let Some(path) = computation_bytes {
         let bytes = super::input::read_file(path)?;
         let name = module_name_override.unwrap_or_default();
-        return compute(Computation::Bytes(&bytes), &key.inputs(name)?).map_err(CliError::input);
+        return compute(
+            Computation::Bytes(&bytes),
+            &key.inputs(name)?,
+            key.recipe()?,
+        )
+        .map_err(CliError::input);
     }
     let path = input.ok_or_else(|| CliError::input(anyhow!("no input module")))?;
+    // Releases before 0.11 hash Mosaic kernels as lowered: the recipe decides.
+    let mut canon = canon.clone();
+    if key.recipe()?.mosaic == MosaicKernels::Kept {
+        canon.kernels = KernelArg::Keep;
+    }
     with_computation(
         path,
-        canon,
+        &canon,
         module_name_override,
         record_text,
-        |name, computation| compute(computation, &key.inputs(name)?).map_err(CliError::input),
+        |name, computation| {
+            compute(computation, &key.inputs(name)?, key.recipe()?).map_err(CliError::input)
+        },
     )
 }
 

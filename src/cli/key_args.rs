@@ -1,9 +1,10 @@
 //! Key inputs from the command line and the environment, shared by `key`,
-//! `why` and `exec`. Parsing first (clap), then building [`KeyInputs`].
+//! `why` and `exec`. Parsing first (clap), then building [`KeyInputs`] and choosing the JAX
+//! release's [`JaxRecipe`].
 
 use super::error::CliError;
 use crate::key::flags::FlagSources;
-use crate::key::{Accelerator, CompileOptionsInput, KeyInputs};
+use crate::key::{Accelerator, CompileOptionsInput, JaxRecipe, KeyInputs};
 use anyhow::anyhow;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -19,6 +20,15 @@ pub struct KeyArgs {
     /// Platform version, e.g. "cuda 12080".
     #[arg(long, value_name = "S", default_value = "")]
     pub platform_version: String,
+    /// The JAX release whose key recipe to follow (0.8.0 … 0.12.0.1): its flag exclusion list,
+    /// reset debug options, backend and topology entries, and (before 0.11) Mosaic kernels kept
+    /// as lowered. Default: the release of --compiler-version when that names a known jaxlib,
+    /// else the newest.
+    #[arg(long, value_name = "V")]
+    pub jax_version: Option<String>,
+    /// The backend's runtime_type, hashed by JAX 0.8.0 and 0.8.1 only.
+    #[arg(long, value_name = "S", default_value = "")]
+    pub runtime_type: String,
     /// A serialized xla.CompileOptionsProto (JAX's CompileOptions.SerializeAsString()).
     #[arg(long, value_name = "FILE", conflicts_with = "compile_options_json")]
     pub compile_options: Option<PathBuf>,
@@ -35,6 +45,9 @@ pub struct KeyArgs {
     /// The backend's topology fingerprint, decimal or 0x-hex.
     #[arg(long, value_name = "U64", value_parser = parse_u64, conflicts_with = "device_kinds")]
     pub topology_fingerprint: Option<u64>,
+    /// The backend's serialized topology (JAX ≤ 0.9 hashes it instead of the fingerprint).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["device_kinds", "topology_fingerprint"])]
+    pub topology_serialized: Option<PathBuf>,
     /// A device's device_kind, in device order (repeatable), when there is no topology.
     #[arg(long = "device-kind", value_name = "S")]
     pub device_kinds: Vec<String>,
@@ -73,6 +86,16 @@ fn env_text(name: &str) -> Result<Option<String>, CliError> {
 }
 
 impl KeyArgs {
+    /// The recipe of --jax-version, else of the jaxlib --compiler-version names, else the newest.
+    pub fn recipe(&self) -> Result<&'static JaxRecipe, CliError> {
+        match &self.jax_version {
+            Some(version) => JaxRecipe::for_version(version)
+                .map_err(|e| CliError::input(anyhow!("--jax-version: {e}"))),
+            None => Ok(JaxRecipe::for_version(&self.compiler_version)
+                .unwrap_or_else(|_| JaxRecipe::newest())),
+        }
+    }
+
     /// Builds the key inputs: reads the options file and the flag variables.
     pub fn inputs(&self, module_name: String) -> Result<KeyInputs, CliError> {
         let argv = self
@@ -106,6 +129,7 @@ impl KeyArgs {
             compiler_version: self.compiler_version.clone(),
             platform: self.platform.clone(),
             platform_version: self.platform_version.clone(),
+            runtime_type: self.runtime_type.clone(),
             flags: FlagSources {
                 xla_flags: env_text("XLA_FLAGS")?,
                 libtpu_init_args: env_text("LIBTPU_INIT_ARGS")?,
@@ -113,9 +137,10 @@ impl KeyArgs {
                 extra_prefixes: self.flag_prefixes.clone(),
             },
             compile_options,
-            accelerator: match self.topology_fingerprint {
-                Some(fingerprint) => Accelerator::TopologyFingerprint(fingerprint),
-                None => Accelerator::DeviceKinds(self.device_kinds.clone()),
+            accelerator: match (self.topology_fingerprint, &self.topology_serialized) {
+                (Some(fingerprint), _) => Accelerator::TopologyFingerprint(fingerprint),
+                (None, Some(path)) => Accelerator::TopologySerialized(read(path)?),
+                (None, None) => Accelerator::DeviceKinds(self.device_kinds.clone()),
             },
             compression: self.compression.clone(),
             custom_hook: self.custom_hook.clone(),

@@ -11,7 +11,8 @@ use crate::request::ExecRequest;
 use anyhow::anyhow;
 use mck_key::flags::FlagSources;
 use mck_key::{
-    Accelerator, CompileOptionsInput, Computation, KeyInputs, KeyRecord, Readable, compute,
+    Accelerator, CompileOptionsInput, Computation, JaxRecipe, KeyInputs, KeyRecord, Readable,
+    compute,
 };
 use mck_store::{CacheKey, Digest};
 use serde_json::{Value, json};
@@ -33,7 +34,7 @@ pub fn exec_key(
     digest_cache: Option<&Path>,
 ) -> Result<KeyRecord, ExecError> {
     let inputs = key_inputs(request, module_name, digest_cache)?;
-    let mut record = compute(computation, &inputs)?;
+    let mut record = compute(computation, &inputs, JaxRecipe::newest())?;
     log_excluded_flags(&record);
     if let Some(Readable::Computation { text, .. }) =
         record.entries.first_mut().map(|e| &mut e.readable)
@@ -65,7 +66,11 @@ pub fn direct_key(
         name_override
     ])
     .to_string();
-    let record = compute(Computation::Bytes(raw_input_digest), &inputs)?;
+    let record = compute(
+        Computation::Bytes(raw_input_digest),
+        &inputs,
+        JaxRecipe::newest(),
+    )?;
     log_excluded_flags(&record);
     Ok(CacheKey::from_parts(
         DIRECT_NAME,
@@ -144,6 +149,7 @@ fn key_inputs(
         compiler_version: compiler,
         platform: request.platform.clone(),
         platform_version: request.platform_version.clone(),
+        runtime_type: String::new(),
         flags: FlagSources {
             xla_flags,
             libtpu_init_args,

@@ -18,6 +18,7 @@ pub use error::OptionsError;
 pub use json::canonical_json;
 pub use normalize::{
     Change, EXCLUDED_XLA_FLAGS, NormalizeOptions, Normalized, RESET_DEBUG_OPTIONS, normalize,
+    normalize_with,
 };
 pub use schema::{Card, FieldInfo, Kind, Msg, field_name, fields, lookup, lookup_name};
 pub use text::to_text;

@@ -12,6 +12,13 @@ pub enum KeyError {
         #[source]
         source: OptionsError,
     },
+    /// The accelerator input is not the form the recipe hashes.
+    #[error("recipe {recipe} hashes the topology as {wanted:?}, but {given} was given")]
+    AcceleratorForm {
+        recipe: &'static str,
+        given: String,
+        wanted: super::AcceleratorHash,
+    },
     /// The canonical module could not be written.
     #[error(transparent)]
     Computation(super::inputs::SourceError),

@@ -56,6 +56,7 @@ pub fn explain(a: &KeyRecord, b: &KeyRecord) -> Explanation {
             details: details(&x.readable, &y.readable),
         })
         .collect();
+    let differences = super::record::note_recipes(a, b, differences);
     Explanation {
         key_a: a.key.clone(),
         key_b: b.key.clone(),
@@ -83,10 +84,12 @@ fn details(a: &Readable, b: &Readable) -> Vec<String> {
             Readable::Backend {
                 platform: pa,
                 platform_version: va,
+                ..
             },
             Readable::Backend {
                 platform: pb,
                 platform_version: vb,
+                ..
             },
         ) => {
             let mut out = Vec::new();
@@ -122,10 +125,12 @@ fn details(a: &Readable, b: &Readable) -> Vec<String> {
             Readable::Accelerator {
                 topology_fingerprint: ta,
                 device_kinds: da,
+                ..
             },
             Readable::Accelerator {
                 topology_fingerprint: tb,
                 device_kinds: db,
+                ..
             },
         ) => accelerator(*ta, da, *tb, db),
         (Readable::Compression { name: x }, Readable::Compression { name: y }) => {

@@ -3,9 +3,9 @@
 //! Tokens of `XLA_FLAGS`, then of `LIBTPU_INIT_ARGS` (split like Python's
 //! `str.split()`), then command-line arguments starting with `--xla` or an
 //! extra prefix; sorted by bytes; a flag whose name (text before the first
-//! `=`) is on JAX's exclusion list is dropped.
+//! `=`) is on the release's exclusion list ([`super::JaxRecipe::excluded_xla_flags`]) is
+//! dropped.
 
-use super::compile_options::EXCLUDED_XLA_FLAGS;
 use super::strings::python_split;
 use serde::{Deserialize, Serialize};
 
@@ -29,8 +29,9 @@ pub struct FlagSelection {
     pub excluded: Vec<String>,
 }
 
-/// Collects, sorts and filters flags exactly as JAX does.
-pub fn select(sources: &FlagSources) -> FlagSelection {
+/// Collects, sorts and filters flags exactly as JAX does, leaving out the flags named in
+/// `excluded`.
+pub fn select(sources: &FlagSources, excluded: &[&str]) -> FlagSelection {
     let mut flags: Vec<String> = Vec::new();
     for value in [&sources.xla_flags, &sources.libtpu_init_args]
         .into_iter()
@@ -55,7 +56,7 @@ pub fn select(sources: &FlagSources) -> FlagSelection {
     let mut selection = FlagSelection::default();
     for flag in flags {
         let name = flag.split('=').next().unwrap_or_default();
-        if EXCLUDED_XLA_FLAGS.contains(&name) {
+        if excluded.contains(&name) {
             tracing::debug!("Not including XLA flag in cache key: {flag}");
             selection.excluded.push(flag);
         } else {
@@ -69,6 +70,7 @@ pub fn select(sources: &FlagSources) -> FlagSelection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compile_options::EXCLUDED_XLA_FLAGS;
 
     fn sources(xla: &str, libtpu: &str, argv: &[&str]) -> FlagSources {
         FlagSources {
@@ -81,11 +83,14 @@ mod tests {
 
     #[test]
     fn sorted_filtered_by_exact_name() {
-        let s = select(&sources(
-            "--xla_dump_to=/tmp/x --xla_cpu_enable_fast_math=false",
-            "--xla_tpu_compiler_variant=a --xla_dump_to_extra=1",
-            &["train.py", "--xla_b", "--other", "--xla_dump_hlo_as_text"],
-        ));
+        let s = select(
+            &sources(
+                "--xla_dump_to=/tmp/x --xla_cpu_enable_fast_math=false",
+                "--xla_tpu_compiler_variant=a --xla_dump_to_extra=1",
+                &["train.py", "--xla_b", "--other", "--xla_dump_hlo_as_text"],
+            ),
+            &EXCLUDED_XLA_FLAGS,
+        );
         assert_eq!(
             s.included,
             [
@@ -106,18 +111,24 @@ mod tests {
 
     #[test]
     fn extra_prefixes_and_empty_variables() {
-        let s = select(&FlagSources {
-            xla_flags: Some(String::new()),
-            libtpu_init_args: None,
-            argv: vec!["--my_flag=1".into(), "-x".into()],
-            extra_prefixes: vec!["--my_".into()],
-        });
+        let s = select(
+            &FlagSources {
+                xla_flags: Some(String::new()),
+                libtpu_init_args: None,
+                argv: vec!["--my_flag=1".into(), "-x".into()],
+                extra_prefixes: vec!["--my_".into()],
+            },
+            &EXCLUDED_XLA_FLAGS,
+        );
         assert_eq!(s.included, ["--my_flag=1"]);
     }
 
     #[test]
     fn sort_is_by_code_point() {
-        let s = select(&sources("--xla_é --xla_z --xla_Z", "", &[]));
+        let s = select(
+            &sources("--xla_é --xla_z --xla_Z", "", &[]),
+            &EXCLUDED_XLA_FLAGS,
+        );
         assert_eq!(s.included, ["--xla_Z", "--xla_z", "--xla_é"]);
     }
 }

@@ -1,7 +1,9 @@
-//! Feeding the eight entries into one SHA-256, recording as we go.
+//! Feeding the eight entries into one SHA-256, recording as we go, as one JAX release's
+//! recipe says.
 
 use super::compile_options::{self, NormalizeOptions};
 use super::flags;
+use super::recipe::{AcceleratorHash, JaxRecipe};
 use super::record::{ENTRY_NAMES, EntryRecord, KeyRecord, RECORD_FORMAT, Readable};
 use super::strings::python_strip;
 use super::{Accelerator, CompileOptionsInput, Computation, KeyError, KeyInputs};
@@ -43,8 +45,13 @@ fn feed_trimmed(sink: &mut dyn FnMut(&[u8]), text: &str) {
     sink(python_strip(text.as_bytes()));
 }
 
-/// Computes the key of `computation` under `inputs`, with its full record.
-pub fn compute(computation: Computation<'_>, inputs: &KeyInputs) -> Result<KeyRecord, KeyError> {
+/// Computes the key of `computation` under `inputs` as `recipe`'s JAX releases do, with its
+/// full record. The computation must already be canonicalized the recipe's way.
+pub fn compute(
+    computation: Computation<'_>,
+    inputs: &KeyInputs,
+    recipe: &JaxRecipe,
+) -> Result<KeyRecord, KeyError> {
     let mut feeder = Feeder {
         running: Sha256::new(),
         entries: Vec::with_capacity(ENTRY_NAMES.len()),
@@ -85,14 +92,20 @@ pub fn compute(computation: Computation<'_>, inputs: &KeyInputs) -> Result<KeyRe
     feeder.entry(|sink| -> Result<_, KeyError> {
         feed_trimmed(sink, &inputs.platform);
         feed_trimmed(sink, &inputs.platform_version);
+        if recipe.hashes_runtime_type {
+            feed_trimmed(sink, &inputs.runtime_type);
+        }
         Ok(Readable::Backend {
             platform: inputs.platform.clone(),
             platform_version: inputs.platform_version.clone(),
+            runtime_type: recipe
+                .hashes_runtime_type
+                .then(|| inputs.runtime_type.clone()),
         })
     })?;
 
     feeder.entry(|sink| -> Result<_, KeyError> {
-        let selection = flags::select(&inputs.flags);
+        let selection = flags::select(&inputs.flags, recipe.excluded_xla_flags);
         for flag in &selection.included {
             feed_trimmed(sink, flag);
         }
@@ -102,28 +115,9 @@ pub fn compute(computation: Computation<'_>, inputs: &KeyInputs) -> Result<KeyRe
         })
     })?;
 
-    feeder.entry(|sink| compile_options_entry(sink, inputs))?;
+    feeder.entry(|sink| compile_options_entry(sink, inputs, recipe))?;
 
-    feeder.entry(|sink| -> Result<_, KeyError> {
-        Ok(match &inputs.accelerator {
-            Accelerator::TopologyFingerprint(fingerprint) => {
-                sink(&fingerprint.to_be_bytes());
-                Readable::Accelerator {
-                    topology_fingerprint: Some(*fingerprint),
-                    device_kinds: Vec::new(),
-                }
-            }
-            Accelerator::DeviceKinds(kinds) => {
-                for kind in kinds {
-                    feed_trimmed(sink, kind);
-                }
-                Readable::Accelerator {
-                    topology_fingerprint: None,
-                    device_kinds: kinds.clone(),
-                }
-            }
-        })
-    })?;
+    feeder.entry(|sink| accelerator_entry(sink, &inputs.accelerator, recipe))?;
 
     feeder.entry(|sink| -> Result<_, KeyError> {
         feed_trimmed(sink, &inputs.compression);
@@ -149,13 +143,62 @@ pub fn compute(computation: Computation<'_>, inputs: &KeyInputs) -> Result<KeyRe
         key: format!("{}-{sha256}", inputs.module_name),
         module_name: inputs.module_name.clone(),
         sha256,
+        recipe: recipe.name.to_string(),
         entries: feeder.entries,
+    })
+}
+
+/// Entry 6: the topology in the recipe's form, or (when the backend has none) the device kinds.
+fn accelerator_entry(
+    sink: &mut dyn FnMut(&[u8]),
+    accelerator: &Accelerator,
+    recipe: &JaxRecipe,
+) -> Result<Readable, KeyError> {
+    let mismatch = |given: &str| KeyError::AcceleratorForm {
+        recipe: recipe.name,
+        given: given.to_string(),
+        wanted: recipe.accelerator,
+    };
+    Ok(match accelerator {
+        Accelerator::TopologyFingerprint(fingerprint) => {
+            if recipe.accelerator != AcceleratorHash::Fingerprint {
+                return Err(mismatch("a topology fingerprint"));
+            }
+            sink(&fingerprint.to_be_bytes());
+            Readable::Accelerator {
+                topology_fingerprint: Some(*fingerprint),
+                topology_serialized: None,
+                device_kinds: Vec::new(),
+            }
+        }
+        Accelerator::TopologySerialized(bytes) => {
+            if recipe.accelerator != AcceleratorHash::Serialized {
+                return Err(mismatch("a serialized topology"));
+            }
+            sink(bytes);
+            Readable::Accelerator {
+                topology_fingerprint: None,
+                topology_serialized: Some(STANDARD.encode(bytes)),
+                device_kinds: Vec::new(),
+            }
+        }
+        Accelerator::DeviceKinds(kinds) => {
+            for kind in kinds {
+                feed_trimmed(sink, kind);
+            }
+            Readable::Accelerator {
+                topology_fingerprint: None,
+                topology_serialized: None,
+                device_kinds: kinds.clone(),
+            }
+        }
     })
 }
 
 fn compile_options_entry(
     sink: &mut dyn FnMut(&[u8]),
     inputs: &KeyInputs,
+    recipe: &JaxRecipe,
 ) -> Result<Readable, KeyError> {
     let error = |input: &str| {
         let input = input.to_string();
@@ -170,7 +213,7 @@ fn compile_options_entry(
         },
         CompileOptionsInput::Proto { name, bytes } => {
             let (normalized, readable) =
-                proto_options(bytes, &inputs.platform).map_err(error(name))?;
+                proto_options(bytes, &inputs.platform, recipe).map_err(error(name))?;
             sink(&normalized);
             readable
         }
@@ -221,17 +264,24 @@ fn ignored_value(bytes: &[u8], path: &str) -> Option<String> {
 fn proto_options(
     raw: &[u8],
     platform: &str,
+    recipe: &JaxRecipe,
 ) -> Result<(Vec<u8>, Readable), compile_options::OptionsError> {
-    type Memo = Vec<(Vec<u8>, String, Vec<u8>, Readable)>;
+    type Memo = Vec<(Vec<u8>, String, &'static str, Vec<u8>, Readable)>;
     const REMEMBERED: usize = 8;
     static MEMO: std::sync::Mutex<Memo> = std::sync::Mutex::new(Vec::new());
     if let Ok(memo) = MEMO.lock()
-        && let Some((_, _, bytes, readable)) =
-            memo.iter().find(|(r, p, _, _)| r == raw && p == platform)
+        && let Some((_, _, _, bytes, readable)) = memo
+            .iter()
+            .find(|(r, p, n, _, _)| r == raw && p == platform && *n == recipe.name)
     {
         return Ok((bytes.clone(), readable.clone()));
     }
-    let normalized = compile_options::normalize(raw, &NormalizeOptions { platform })?;
+    let normalized = compile_options::normalize_with(
+        raw,
+        &NormalizeOptions { platform },
+        recipe.reset_debug_options,
+        recipe.excluded_xla_flags,
+    )?;
     let text = compile_options::to_text(&normalized.bytes)?;
     let readable = Readable::CompileOptions {
         format: "proto".into(),
@@ -246,6 +296,7 @@ fn proto_options(
         memo.push((
             raw.to_vec(),
             platform.to_string(),
+            recipe.name,
             normalized.bytes.clone(),
             readable.clone(),
         ));
@@ -268,7 +319,8 @@ mod tests {
         };
         for _ in 0..2 {
             for platform in ["gpu", "cpu"] {
-                let (bytes, readable) = proto_options(OPTIONS, platform).unwrap();
+                let (bytes, readable) =
+                    proto_options(OPTIONS, platform, JaxRecipe::newest()).unwrap();
                 assert_eq!(bytes, fresh(platform), "{platform}");
                 let Readable::CompileOptions { hashed, .. } = readable else {
                     panic!("not a compile-options entry");
@@ -281,7 +333,7 @@ mod tests {
         let mut other = OPTIONS.to_vec();
         other.truncate(other.len() / 2);
         assert!(
-            proto_options(&other, "gpu").is_err(),
+            proto_options(&other, "gpu", JaxRecipe::newest()).is_err(),
             "a cut proto is not a remembered one"
         );
     }

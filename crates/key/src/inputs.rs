@@ -49,8 +49,10 @@ pub enum CompileOptionsInput {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Accelerator {
-    /// The backend's topology fingerprint (hashed as 8 bytes, big-endian).
+    /// The backend's topology fingerprint (hashed as 8 bytes, big-endian; JAX ≥ 0.10).
     TopologyFingerprint(u64),
+    /// The serialized topology description, hashed as it is (JAX ≤ 0.9).
+    TopologySerialized(Vec<u8>),
     /// No topology: each device's `device_kind`, in device order.
     DeviceKinds(Vec<String>),
 }
@@ -72,6 +74,10 @@ pub struct KeyInputs {
     /// rebuild) and platform version.
     pub platform: String,
     pub platform_version: String,
+    /// Entry 3 as well, only for recipes that hash it (JAX 0.8.0 and 0.8.1):
+    /// `backend.runtime_type`.
+    #[serde(default)]
+    pub runtime_type: String,
     /// Entry 4.
     pub flags: FlagSources,
     /// Entry 5.

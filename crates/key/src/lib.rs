@@ -3,7 +3,8 @@
 //! Every input is passed explicitly ([`KeyInputs`]); nothing is read from the
 //! environment here (the CLI gathers `XLA_FLAGS` and friends). One pass
 //! computes the key, JAX's 16 trace lines and each entry's readable form, so
-//! a miss can be explained from the record alone ([`explain`]).
+//! a miss can be explained from the record alone ([`explain`]). What differs between JAX
+//! releases is one [`JaxRecipe`] per release group, passed to [`compute`].
 
 pub mod compile_options;
 mod error;
@@ -11,6 +12,7 @@ pub mod explain;
 pub mod flags;
 mod hash;
 mod inputs;
+mod recipe;
 mod record;
 pub mod strings;
 
@@ -18,5 +20,8 @@ pub use error::KeyError;
 pub use hash::compute;
 pub use inputs::{
     Accelerator, CanonicalSource, CompileOptionsInput, Computation, KeyInputs, SourceError,
+};
+pub use recipe::{
+    AcceleratorHash, CallbackArgument, JaxRecipe, MosaicKernels, RECIPES, UnknownJaxVersion,
 };
 pub use record::{ENTRY_NAMES, EntryRecord, KeyRecord, Readable};

@@ -125,8 +125,20 @@ pub(super) fn write_change(
 const NOTE_CREATED: &str = "absent in the input; JAX would fill it from XLA's flag defaults, \
                             which bytes alone cannot reproduce";
 
-/// Normalizes a serialized `xla.CompileOptionsProto` exactly as JAX does before hashing it.
+/// Normalizes a serialized `xla.CompileOptionsProto` exactly as the newest JAX does before
+/// hashing it.
 pub fn normalize(input: &[u8], opts: &NormalizeOptions) -> Result<Normalized, OptionsError> {
+    normalize_with(input, opts, &RESET_DEBUG_OPTIONS, &EXCLUDED_XLA_FLAGS)
+}
+
+/// [`normalize`] with one JAX release's lists: the debug options it resets and the flags whose
+/// `env_option_overrides` it drops.
+pub fn normalize_with(
+    input: &[u8],
+    opts: &NormalizeOptions,
+    reset_debug_options: &[&str],
+    excluded_flags: &[&str],
+) -> Result<Normalized, OptionsError> {
     let mut changes = Vec::new();
     let top = wire::parse(input, 0, "", Some(Msg::CompileOptions))?;
     check_known(Msg::CompileOptions, &top, "")?;
@@ -135,9 +147,10 @@ pub fn normalize(input: &[u8], opts: &NormalizeOptions) -> Result<Normalized, Op
 
     let path = "executable_build_options";
     let build_fields = opened(&build, path, Msg::ExecutableBuildOptions, &mut changes)?;
-    let build_fields = normalize_build_options(build_fields, path, opts, &mut changes)?;
+    let build_fields =
+        normalize_build_options(build_fields, path, opts, reset_debug_options, &mut changes)?;
     rest.push(Field::new_len(3, &wire::write(&build_fields)));
-    rest.extend(normalize_env_overrides(env, &mut changes)?);
+    rest.extend(normalize_env_overrides(env, excluded_flags, &mut changes)?);
     wire::sort_by_number(&mut rest);
     Ok(Normalized {
         bytes: wire::write(&rest),
@@ -185,6 +198,7 @@ fn normalize_build_options<'a>(
     fields: Vec<Field<'a>>,
     path: &str,
     opts: &NormalizeOptions,
+    reset: &[&str],
     changes: &mut Vec<Change>,
 ) -> Result<Vec<Field<'a>>, OptionsError> {
     check_known(Msg::ExecutableBuildOptions, &fields, path)?;
@@ -194,7 +208,7 @@ fn normalize_build_options<'a>(
 
     let debug_path = wire::join(path, "debug_options");
     let debug_fields = opened(&debug, &debug_path, Msg::DebugOptions, changes)?;
-    let debug_fields = reset_debug_options(debug_fields, &debug_path, changes)?;
+    let debug_fields = reset_debug_options(debug_fields, &debug_path, reset, changes)?;
     rest.push(Field::new_len(3, &wire::write(&debug_fields)));
 
     if opts.platform == "gpu" && !assignment.is_empty() {
@@ -212,15 +226,16 @@ fn normalize_build_options<'a>(
     Ok(rest)
 }
 
-/// Sets the 20 fields to their zero value; each ends up present exactly once.
+/// Sets the `reset` fields to their zero value; each ends up present exactly once.
 fn reset_debug_options<'a>(
     fields: Vec<Field<'a>>,
     path: &str,
+    reset: &[&str],
     changes: &mut Vec<Change>,
 ) -> Result<Vec<Field<'a>>, OptionsError> {
     check_known(Msg::DebugOptions, &fields, path)?;
     let mut fields = fields;
-    for name in RESET_DEBUG_OPTIONS {
+    for &name in reset {
         let Some(info) = schema::lookup_name(Msg::DebugOptions, name) else {
             continue; // the table test guarantees all 20 are present
         };
@@ -361,6 +376,7 @@ fn matrix(by_computation: &[Vec<i64>], replicas: usize) -> String {
 /// (what deterministic serialization does), each as `key` then `value`.
 fn normalize_env_overrides<'a>(
     entries: Vec<Field<'a>>,
+    excluded_flags: &[&str],
     changes: &mut Vec<Change>,
 ) -> Result<Vec<Field<'a>>, OptionsError> {
     let path = "env_option_overrides";
@@ -386,7 +402,7 @@ fn normalize_env_overrides<'a>(
     let mut kept = Vec::new();
     for (key, value) in by_key {
         let flag = [b"--".as_slice(), &key].concat();
-        if EXCLUDED_XLA_FLAGS.iter().any(|x| x.as_bytes() == flag) {
+        if excluded_flags.iter().any(|x| x.as_bytes() == flag) {
             changes.push(Change {
                 path: format!("{path}[{}]", text::quote(&key)),
                 old: Some(option_override_text(&value)),

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Creates (idempotently) one Python venv per tested JAX release under
+# target/py-matrix/<release>, all from one wheel directory (target/py-wheels,
+# downloaded once), and builds the abi3 extension wheel once (maturin) and
+# installs it into each. Prints "<release> <venv>" per line.
+#   scripts/python-matrix.sh              # every release of the matrix
+#   scripts/python-matrix.sh 0.10.2       # only these
+#   scripts/python-matrix.sh --pip-check  # `pip install ./python` into a fresh Python 3.11
+#                                         # venv with jax 0.10.2; jax.jit must hit our cache
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The last patch of each minor line; jax ≥ 0.11 needs Python ≥ 3.12, and 0.10.2
+# is the newest JAX pip offers on Python 3.11.
+declare -A PYTHON_OF=([0.8.3]=3.11 [0.9.2]=3.11 [0.10.2]=3.11 [0.11.2]=3.12 [0.12.0.1]=3.12)
+MATRIX=(0.8.3 0.9.2 0.10.2 0.11.2 0.12.0.1)
+releases=("$@")
+[ ${#releases[@]} -gt 0 ] || releases=("${MATRIX[@]}")
+
+wheels="$PWD/target/py-wheels"
+mkdir -p "$wheels" target/py-matrix
+
+find_python() { # minor version, e.g. 3.11
+  local candidate
+  for candidate in "python$1" "$(pyenv root 2>/dev/null)/versions/$1."*/bin/python3; do
+    if command -v "$candidate" >/dev/null 2>&1 &&
+      "$candidate" -c "import sys; sys.exit(f'{sys.version_info[0]}.{sys.version_info[1]}' != '$1')" 2>/dev/null; then
+      command -v "$candidate"
+      return
+    fi
+  done
+  echo "python-matrix: no Python $1 found" >&2
+  exit 1
+}
+
+pip_quiet=(--quiet --disable-pip-version-check)
+
+if [ "${1:-}" = "--pip-check" ]; then
+  fresh=$(mktemp -d)
+  trap 'rm -rf "$fresh"' EXIT
+  "$(find_python 3.11)" -m venv "$fresh/venv"
+  "$fresh/venv/bin/pip" download "${pip_quiet[@]}" -d "$wheels" jax==0.10.2 jaxlib==0.10.2 maturin >&2
+  "$fresh/venv/bin/pip" install "${pip_quiet[@]}" --no-index --find-links "$wheels" \
+    jax==0.10.2 jaxlib==0.10.2 >&2
+  # The package from source, as a user installs it (maturin builds the extension).
+  "$fresh/venv/bin/pip" install "${pip_quiet[@]}" --find-links "$wheels" ./python >&2
+  for run in first second; do
+    JAX_PLATFORMS=cpu "$fresh/venv/bin/python" - "$fresh/cache" "$run" <<'PY'
+import sys
+import jax, jax.numpy as jnp
+from jax._src import monitoring
+import mlir_cache_key.jax as mj
+events = []
+monitoring.register_event_listener(lambda event, **kw: events.append(event))
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+mj.install(sys.argv[1])
+jax.jit(lambda x: jnp.sin(x) * 2)(jnp.arange(8.0)).block_until_ready()
+hits = events.count("/jax/compilation_cache/cache_hits")
+misses = events.count("/jax/compilation_cache/cache_misses")
+# The first process compiles (the program and its input's iota); the second only hits.
+ok = (hits == 0 < misses) if sys.argv[2] == "first" else (misses == 0 < hits)
+assert ok, f"{sys.argv[2]} run: {hits} hits, {misses} misses"
+assert mj.installed().stats()["hits" if hits else "puts"] >= 1
+print(f"pip-check: jax {jax.__version__}, {sys.argv[2]} run: {hits} hit(s), {misses} miss(es)")
+PY
+  done
+  exit 0
+fi
+
+# The extension wheel, built once (abi3: one wheel for every Python ≥ 3.10).
+extension=$(ls "$wheels"/mlir_cache_key-*.whl 2>/dev/null | head -n1 || true)
+# Everything the wheel is built from (the extension links the MLIR-free crates).
+sources_stamp=$(find python/Cargo.toml python/Cargo.lock python/pyproject.toml python/src \
+  python/mlir_cache_key crates -path '*/target' -prune -o -type f \( -name '*.rs' -o -name '*.py' \
+  -o -name '*.toml' -o -name '*.lock' \) -print | sort | xargs cat | sha256sum | cut -c1-16)
+if [ -z "$extension" ] || [ "$(cat "$wheels/.extension-stamp" 2>/dev/null)" != "$sources_stamp" ]; then
+  builder="$PWD/target/py-matrix/builder"
+  [ -x "$builder/bin/maturin" ] || {
+    "$(find_python 3.12)" -m venv "$builder"
+    "$builder/bin/pip" install "${pip_quiet[@]}" maturin >&2
+  }
+  rm -f "$wheels"/mlir_cache_key-*.whl
+  "$builder/bin/maturin" build --quiet --release -m python/Cargo.toml -o "$wheels" >&2
+  echo "$sources_stamp" >"$wheels/.extension-stamp"
+  extension=$(ls "$wheels"/mlir_cache_key-*.whl | head -n1)
+fi
+
+for release in "${releases[@]}"; do
+  minor=${PYTHON_OF[$release]:-}
+  [ -n "$minor" ] || { echo "python-matrix: $release is not in the matrix (${MATRIX[*]})" >&2; exit 1; }
+  venv="$PWD/target/py-matrix/$release"
+  requirements=("jax==$release" "jaxlib==$release" pytest filelock)
+  stamp="$venv/.mck-requirements"
+  if [ ! -x "$venv/bin/python" ]; then
+    "$(find_python "$minor")" -m venv "$venv"
+  fi
+  if [ "$(cat "$stamp" 2>/dev/null)" != "${requirements[*]} $sources_stamp" ]; then
+    # Downloaded once into the shared directory, then installed offline from it.
+    "$venv/bin/pip" download "${pip_quiet[@]}" -d "$wheels" "${requirements[@]}" >&2
+    "$venv/bin/pip" install "${pip_quiet[@]}" --no-index --find-links "$wheels" "${requirements[@]}" >&2
+    "$venv/bin/pip" install "${pip_quiet[@]}" --no-deps --force-reinstall "$extension" >&2
+    echo "${requirements[*]} $sources_stamp" >"$stamp"
+  fi
+  echo "$release $venv"
+done
