@@ -207,6 +207,8 @@ impl Text<'_, '_> {
                     self.entry(Table::Type, t, depth + 1)
                 )
             }
+            // Its dimensions, symbols and expressions are shown as stored.
+            ba::AFFINE_MAP => format!("affine_map<{}>", hex(r.rest())),
             ba::UNKNOWN_LOC => "loc(unknown)".into(),
             code if ba::is_location(code) => "loc(…)".into(),
             _ => return None,

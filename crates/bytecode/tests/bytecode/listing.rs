@@ -38,10 +38,10 @@ fn relocated_twins_list_the_same_even_with_their_locations() {
     }
 }
 
-/// The first difference between the affine kernels with constant 2 and 3.
-fn constant_change(backend: &str) -> (String, Vec<(String, String, String)>) {
-    let a = ops(&relocated(backend, "affine-c2", "a")).expect("c2");
-    let b = ops(&relocated(backend, "affine-c3", "a")).expect("c3");
+/// The first difference between the `old` and `new` variants of a kernel.
+fn first_change(backend: &str, old: &str, new: &str) -> (String, Vec<(String, String, String)>) {
+    let a = ops(&relocated(backend, old, "a")).expect(old);
+    let b = ops(&relocated(backend, new, "a")).expect(new);
     let d = first_difference(&a, &b).expect("a difference");
     let old = d.old.expect("an old operation");
     let changes = d
@@ -57,16 +57,31 @@ fn a_changed_constant_is_named_with_its_values() {
     let value = |aspect: &str| vec![(aspect.to_string(), "2.0 : f32".into(), "3.0 : f32".into())];
     // Triton's arith.constant holds its value as a property (bytecode v6).
     assert_eq!(
-        constant_change("triton"),
+        first_change("triton", "affine-c2", "affine-c3"),
         ("arith.constant #35".into(), value("property value"))
     );
     // Mosaic's serialization (v0, no properties) keeps it in the attribute dictionary,
     // under its own dialect names.
     assert_eq!(
-        constant_change("mosaic"),
+        first_change("mosaic", "affine-c2", "affine-c3"),
         (
             "stable_mosaic.arith.constant #8".into(),
             value("attribute value")
+        )
+    );
+}
+
+#[test]
+fn a_changed_block_size_is_named_with_its_integer_values() {
+    assert_eq!(
+        first_change("triton", "grid-b16", "grid-b32"),
+        (
+            "arith.constant #3".into(),
+            vec![(
+                "property value".into(),
+                "16 : i32".into(),
+                "32 : i32".into()
+            )]
         )
     );
 }
