@@ -107,17 +107,66 @@ fn why_names_the_kernel_and_the_operation_that_differ_inside_it() {
 }
 
 #[test]
-fn why_names_a_triton_kernel_of_the_sweep_and_reads_it_without_its_dialects() {
+fn why_names_the_operation_and_value_that_differ_inside_a_real_triton_kernel() {
     // Real Triton kernels, the same but for one constant (2.0 → 3.0): MLIR 22 lacks the tt
-    // dialect and cannot read them stripped, so the container is read dialect-free.
+    // dialect and cannot read them stripped, so the operations are listed dialect-free.
     let (shown, _) =
         why_between_triton_kernels(&sweep_kernel("affine-c2.a"), &sweep_kernel("affine-c3.a"));
     assert_contains(
         &shown,
         &[
             "inside the Triton kernel of stablehlo.custom_call #0",
-            "in the kernel (read without its dialects): 53 → 53 operations",
-            "first differing byte at offset",
+            "in the kernel (read without its dialects, 53 → 53 operations): first differing \
+             operation #23 in pre-order, \"arith.constant\" (nesting depth 2)",
+            "  property value: 2.0 : f32 → 3.0 : f32",
+        ],
+    );
+    assert!(!shown.contains("first differing byte"), "{shown}");
+}
+
+/// The relocation generator's kernel of `backend` and `variant` (tests/data/kernels/relocations).
+fn relocation_kernel(backend: &str, variant: &str) -> Vec<u8> {
+    std::fs::read(data(&format!(
+        "kernels/relocations/{backend}.{variant}.a.mlirbc"
+    )))
+    .expect("kernel")
+}
+
+#[test]
+fn why_names_the_operation_and_value_that_differ_inside_relocation_kernels() {
+    // Triton: the generator's semantic variants with constant 2 and 3.
+    let (shown, _) = why_between_triton_kernels(
+        &relocation_kernel("triton", "affine-c2"),
+        &relocation_kernel("triton", "affine-c3"),
+    );
+    assert_contains(
+        &shown,
+        &[
+            "inside the Triton kernel of stablehlo.custom_call #0",
+            "operation #35 in pre-order, \"arith.constant\"",
+            "  property value: 2.0 : f32 → 3.0 : f32",
+        ],
+    );
+    // Mosaic: the same variants, each as the body of the corpus's Pallas TPU module.
+    let tmp = tempfile::tempdir().unwrap();
+    let module = std::fs::read(corpus("tpu/tpu_pallas_add.nounzip.a.generic.mlir")).unwrap();
+    let with_body = |name: &str, variant: &str| {
+        let kernel = relocation_kernel("mosaic", variant);
+        let path = tmp.path().join(name);
+        std::fs::write(&path, edit_mosaic_body(&module, |body| *body = kernel)).unwrap();
+        path
+    };
+    let shown = why(
+        &with_body("a.mlir", "affine-c2"),
+        &with_body("b.mlir", "affine-c3"),
+        false,
+    );
+    assert_contains(
+        &shown,
+        &[
+            "inside the Mosaic kernel of stablehlo.custom_call #0",
+            "operation #8 in pre-order, \"stable_mosaic.arith.constant\"",
+            "  attribute value: 2.0 : f32 → 3.0 : f32",
         ],
     );
 }
@@ -135,7 +184,7 @@ fn a_difference_outside_kernels_is_explained_as_before() {
 }
 
 #[test]
-fn why_names_a_mosaic_kernel_and_what_its_container_says_moved() {
+fn why_names_a_mosaic_kernel_and_the_operation_that_changed_in_it() {
     let tmp = tempfile::tempdir().unwrap();
     let original = std::fs::read(corpus("tpu/tpu_pallas_add.nounzip.a.generic.mlir")).unwrap();
     // Another operation in the kernel body (addf → subf); this MLIR cannot read Mosaic
@@ -156,9 +205,9 @@ fn why_names_a_mosaic_kernel_and_what_its_container_says_moved() {
         &[
             "inside the Mosaic kernel of stablehlo.custom_call #0",
             "call_target_name \"tpu_custom_call\"",
-            "in the kernel (read without its dialects): 17 → 17 operations",
-            "arith.addf\"] no longer used",
-            "arith.subf\"] new",
+            "in the kernel (read without its dialects, 17 → 17 operations): first differing \
+             operation #11 in pre-order, \"stable_mosaic.arith.addf\"",
+            "  name: stable_mosaic.arith.addf → stable_mosaic.arith.subf",
         ],
     );
 }

@@ -2,9 +2,10 @@
 //! kernel, the escaped bytes of its attribute tell a person nothing. This names the call (its
 //! index among the custom calls, kind, target and pre-order position), then the first differing
 //! operation inside the kernel by name and pre-order position, with the differing text. The
-//! kernel is read by this MLIR when it can (Triton kernels are: generic form, no dialect
-//! needed); otherwise dialect-free, through the bytecode reader's operation count, names and
-//! section table.
+//! kernel is read by this MLIR when it can (kernels of upstream dialects are: generic form);
+//! otherwise dialect-free, through the bytecode reader's listing of operations (real Triton and
+//! Mosaic kernels, whose dialects this MLIR lacks); only when that listing fails, through the
+//! container's operation count, names and section table.
 
 use crate::bytecode;
 use crate::canon::KernelKind;
@@ -62,7 +63,19 @@ pub(super) fn kernel_details(a: &str, b: &str) -> Option<Vec<String>> {
                 );
             }
         }
-        _ => out.extend(container_difference(old_kernel, new_kernel)),
+        _ => match (bytecode::ops(old_kernel), bytecode::ops(new_kernel)) {
+            (Ok(x), Ok(y)) => out.extend(listed_difference(&x, &y)),
+            (x, y) => {
+                for (side, error) in [("old", x.err()), ("new", y.err())] {
+                    if let Some(error) = error {
+                        out.push(format!(
+                            "the {side} kernel's operations cannot be listed: {error}"
+                        ));
+                    }
+                }
+                out.extend(container_difference(old_kernel, new_kernel));
+            }
+        },
     }
     Some(out)
 }
@@ -165,6 +178,39 @@ fn operation_difference(a: &str, b: &str) -> Vec<String> {
         if let Some(text) = text {
             out.push(format!("{sign} {}", text.trim()));
         }
+    }
+    out
+}
+
+/// The first differing operation of two kernels' dialect-free listings: its name and pre-order
+/// position, then each thing that differs, old and new.
+fn listed_difference(a: &[bytecode::OpView], b: &[bytecode::OpView]) -> Vec<String> {
+    let Some(difference) = bytecode::first_difference(a, b) else {
+        return vec![format!(
+            "in the kernel (read without its dialects, {} operations): the operations list the \
+             same; their bytes differ in what the listing omits (locations, or the bytecode's \
+             encoding)",
+            a.len()
+        )];
+    };
+    let name = difference
+        .old
+        .as_ref()
+        .or(difference.new.as_ref())
+        .map_or("?", |op| op.name.as_str());
+    let depth = difference.old.as_ref().map_or(0, |op| op.path.len());
+    let mut out = vec![format!(
+        "in the kernel (read without its dialects, {} → {} operations): first differing \
+         operation #{} in pre-order, {name:?} (nesting depth {depth})",
+        a.len(),
+        b.len(),
+        difference.position,
+    )];
+    for change in &difference.changes {
+        out.push(format!(
+            "  {}: {} → {}",
+            change.aspect, change.old, change.new
+        ));
     }
     out
 }

@@ -547,15 +547,10 @@ fn decode_type(d: &mut Dec<'_>) -> Option<u64> {
 mod tests {
     use super::*;
 
-    fn decode(
-        table: Table,
-        bytes: &[u8],
-        base: usize,
-        builtin: bool,
-        custom: bool,
-        counts: Counts,
-    ) -> Result<Decoded> {
-        decode_with_reads(table, bytes, base, builtin, custom, counts).map(|(d, _)| d)
+    /// Decodes an entry at offset 0 against [`COUNTS`]; `kind` is whether it
+    /// is builtin, then whether it is in a custom encoding.
+    fn decode(table: Table, bytes: &[u8], kind: (bool, bool)) -> Result<Decoded> {
+        decode_with_reads(table, bytes, 0, kind.0, kind.1, COUNTS).map(|(d, _)| d)
     }
 
     const COUNTS: Counts = Counts {
@@ -565,7 +560,7 @@ mod tests {
     };
 
     fn attr(bytes: &[u8]) -> Decoded {
-        decode(Table::Attr, bytes, 0, true, true, COUNTS).unwrap()
+        decode(Table::Attr, bytes, (true, true)).unwrap()
     }
 
     #[test]
@@ -593,21 +588,18 @@ mod tests {
         let huge = decode(
             Table::Attr,
             &[0x01, 0, 0, 0, 0, 0, 0, 0, 0, 1],
-            0,
-            true,
-            true,
-            COUNTS,
+            (true, true),
         );
         assert!(
             matches!(huge, Err(BytecodeError::CountTooLarge { .. })),
             "{huge:?}"
         );
         assert_eq!(
-            decode(Table::Attr, b"#a.b<c>\0", 0, false, false, COUNTS).unwrap(),
+            decode(Table::Attr, b"#a.b<c>\0", (false, false)).unwrap(),
             Decoded::Asm
         );
         assert_eq!(
-            decode(Table::Attr, &[0x05, 0x03], 0, false, true, COUNTS).unwrap(),
+            decode(Table::Attr, &[0x05, 0x03], (false, true)).unwrap(),
             Decoded::Opaque
         );
     }
@@ -619,10 +611,7 @@ mod tests {
         let d = decode(
             Table::Type,
             &[0x17, 0x21, 0x05, 0x02, 0x08, 0x02, 0x08, 0x07, 0x33],
-            0,
-            true,
-            true,
-            COUNTS,
+            (true, true),
         )
         .unwrap();
         let targets: Vec<_> = d.refs().iter().map(|r| r.target).collect();

@@ -79,6 +79,10 @@ pub struct OpNode {
     pub props_attr: Option<usize>,
     /// Result type indices.
     pub results: Vec<usize>,
+    /// Operand value numbers, as stored.
+    pub operands: Vec<u64>,
+    /// Successor block indices, as stored.
+    pub successors: Vec<u64>,
     /// Regions, each a list of blocks.
     pub regions: Vec<Vec<BlockNode>>,
 }
@@ -331,11 +335,12 @@ impl Walker<'_> {
                 let offset = r.offset();
                 let slot = r.varint("operand")?;
                 self.values.use_slot(slot, offset)?;
+                node.operands.push(slot);
             }
         }
         if mask & op_mask::HAS_SUCCESSORS != 0 {
             for _ in 0..r.count("successor", 1)? {
-                r.varint("successor")?;
+                node.successors.push(r.varint("successor")?);
             }
         }
         if self.ctx.rules.use_list_orders && mask & op_mask::HAS_USE_LIST_ORDERS != 0 {

@@ -24,7 +24,8 @@
 //! numbering), `model` (the parsed payload and its reference graph), `validate`
 //! (the check before MLIR reads a payload), `analysis` (what is alive),
 //! `strip` (the rewrite), `numbering` (the writer's attribute order, replayed)
-//! and `renumber` (the canonical tables and every rewritten index).
+//! and `renumber` (the canonical tables and every rewritten index); `listing`
+//! reads the operations as text for explaining differences, and changes nothing.
 
 mod analysis;
 mod attrs;
@@ -32,6 +33,7 @@ mod dialects;
 pub mod encoding;
 mod error;
 mod ir;
+mod listing;
 mod model;
 mod numbering;
 mod ops;
@@ -47,6 +49,7 @@ mod values;
 pub mod varint;
 
 pub use error::BytecodeError;
+pub use listing::{Change, OpDifference, OpView, Place, first_difference, ops};
 pub use ops::{OpNameInfo, op_names};
 pub use sections::{Header, SectionInfo};
 pub use validate::{Invalid, Validated, validate};

@@ -9,6 +9,8 @@ mod common;
 mod corpus;
 #[path = "bytecode/differences.rs"]
 mod differences;
+#[path = "bytecode/listing.rs"]
+mod listing;
 #[path = "bytecode/malformed.rs"]
 mod malformed;
 #[path = "bytecode/properties.rs"]
