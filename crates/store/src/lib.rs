@@ -17,7 +17,8 @@
 //! - `lock`: advisory compile locks; `quarantine`: moving damaged files aside;
 //! - `clock`: injectable time; `fsutil`: no-follow opens and ownership checks;
 //! - `sqlite`: busy and corruption handling shared by every SQLite file of the cache;
-//! - `tiered`: the local store with the remote tier (`remote/`: Redis, S3, GCS) behind it;
+//! - `tiered`: the local store with the remote tier behind it (`remote/`: the [`remote::Tier`]
+//!   contract, its seal and breaker; the services themselves are in `mck-remote`);
 //!   `compile`: the one compile-once API on it; `stream`: a hit streamed to a file;
 //!   `stream_put`: a file stored without reading it whole.
 //!
