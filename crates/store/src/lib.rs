@@ -10,7 +10,8 @@
 //! - `entry`: the entry file format and its checksums; `entry_file`: reading one from a file;
 //!   `atomic`: temp file + rename publishing
 //!   (entries, and a compiler's output restored on a hit);
-//! - `index`: the SQLite index; `rebuild`: repairing it from the directory;
+//! - `index`: the SQLite index; `rebuild`: repairing it from the directory; `events`: the event
+//!   counters' durable home (and moving an older cache's into it);
 //! - `cache`: open, get, put; `read`: verified reads; `transfer`: entries moved between caches
 //!   and tiers, and entry files staged from outside; `evict`: LRU under TTL, sparing what
 //!   `pins` names; `manage`: stats, list, clear, verify, gc;
@@ -32,6 +33,7 @@ mod compile;
 mod entry;
 mod entry_file;
 mod error;
+mod events;
 mod evict;
 pub mod fsutil;
 mod index;
@@ -46,7 +48,6 @@ mod rebuild;
 pub mod remote;
 mod settings;
 pub mod sqlite;
-mod stats_file;
 mod stream;
 mod stream_put;
 mod tiered;
@@ -58,6 +59,7 @@ pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
 pub use compile::{Compiled, Served};
 pub use entry::{EntryMeta, EntryState, Failure, UnknownEntryState};
 pub use error::{Result, StoreError};
+pub use events::COUNTERS_FILE;
 pub use evict::EvictReport;
 pub use fsutil::ensure_private_dir;
 pub use index::{ListFilter, SortBy};
@@ -71,7 +73,6 @@ pub use rebuild::RebuildReport;
 pub use settings::{
     DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_DIR_MODE, DEFAULT_TTL_DAYS, Settings,
 };
-pub use stats_file::STATS_FILE;
 pub use stream::Streamed;
 pub use tiered::{Claim, CompileClaim, Tiered};
 pub use transfer::{StageError, StagedEntry};
