@@ -229,14 +229,18 @@ mod tests {
         rows.collect::<rusqlite::Result<_>>().unwrap()
     }
 
+    fn files_in(dir: &Path) -> CounterFiles {
+        CounterFiles {
+            db: dir.join(COUNTERS_FILE),
+            legacy_snapshot: dir.join(LEGACY_STATS_FILE),
+        }
+    }
+
     /// An older cache: events in the index's `counters` table and in `stats.json`.
     #[test]
     fn an_older_caches_counters_move_in_once() {
         let dir = tempfile::tempdir().unwrap();
-        let files = CounterFiles {
-            db: dir.path().join(COUNTERS_FILE),
-            legacy_snapshot: dir.path().join(LEGACY_STATS_FILE),
-        };
+        let files = files_in(dir.path());
         let index = dir.path().join("index.sqlite");
         let mut conn = Connection::open(&index).unwrap();
         conn.execute_batch(
@@ -278,10 +282,7 @@ mod tests {
     #[test]
     fn a_damaged_counters_file_is_set_aside() {
         let dir = tempfile::tempdir().unwrap();
-        let files = CounterFiles {
-            db: dir.path().join(COUNTERS_FILE),
-            legacy_snapshot: dir.path().join(LEGACY_STATS_FILE),
-        };
+        let files = files_in(dir.path());
         std::fs::write(&files.db, vec![0x55u8; 8192]).unwrap();
         let mut conn = Connection::open(dir.path().join("index.sqlite")).unwrap();
         conn.execute_batch("CREATE TABLE counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);")
