@@ -67,12 +67,12 @@ cargo build --locked
 # The S3/GCS remotes: built, never tested (no such service here), so at least
 # type-checked with their features on.
 cargo check --locked --features remote-s3,remote-gcs
-cargo clippy --locked -p mck-store --features remote-s3,remote-gcs --all-targets -- -D warnings
+cargo clippy --locked -p mck-remote --features remote-s3,remote-gcs --all-targets -- -D warnings
 
 # The MLIR-free crates (library first): none depends on MLIR, and each builds
 # and passes its tests with the MLIR variables pointing nowhere (they would
 # break any build that reached for LLVM/MLIR).
-mlir_free=(mck-bytecode mck-protowire mck-key mck-store mck-settings mck-runs mck-exec mck-hlo mck-cli)
+mlir_free=(mck-bytecode mck-protowire mck-key mck-store mck-remote mck-settings mck-runs mck-exec mck-hlo mck-cli)
 for crate in "${mlir_free[@]}"; do
   if cargo tree --locked -p "$crate" -e normal --prefix none | grep -E '^(mlir-sys|melior|bindgen|tblgen) '; then
     echo "test: $crate depends on MLIR (above); it must not" >&2

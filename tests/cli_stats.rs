@@ -64,7 +64,7 @@ fn hit_rate_reasons_zero_and_survival_of_an_index_rebuild() {
         "{human}"
     );
 
-    // The index is disposable: the counters come back from the snapshot.
+    // The index is disposable: the counters live beside it (counters.sqlite).
     let index = dir.join("cache/v1/index.sqlite");
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", index.display()));
@@ -77,7 +77,7 @@ fn hit_rate_reasons_zero_and_survival_of_an_index_rebuild() {
     );
     assert_eq!(s["miss_reasons"]["compiler"], 1, "{s}");
 
-    // A damaged index: its counters are salvaged or the snapshot restores them.
+    // A damaged index: the counters are not in it.
     std::fs::write(&index, b"not a database").unwrap();
     let s = stats(dir, &[]);
     assert_eq!(s["hits"], 1, "{s}");

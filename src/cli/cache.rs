@@ -9,7 +9,7 @@ use super::output::{self, json_text, versioned};
 use super::progress::Progress;
 use super::settings::CacheOptions;
 use super::stored;
-use crate::store::{CacheKey, ListFilter, Lookup, SortBy, Store, Streamed, Tiered};
+use crate::store::{CacheKey, ListFilter, Lookup, SortBy, Store, Streamed};
 use anyhow::{Context as _, anyhow};
 use std::process::ExitCode;
 
@@ -126,7 +126,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
                 .map_err(CliError::input)?
                 .len();
             // Streamed from the file (into the local tier), never read whole.
-            Tiered::over(store).put_file(&key, &file, &ingredients)?;
+            mck_remote::tiered(store).put_file(&key, &file, &ingredients)?;
             if json {
                 versioned(
                     "put",
@@ -145,7 +145,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             json,
         } => {
             let key = CacheKey::parse(&key)?;
-            let store = Tiered::over(store);
+            let store = mck_remote::tiered(store);
             // To a file: streamed and verified in one pass, never whole in memory.
             let found = match &out {
                 Some(path) => match store.get_to(&key, path, 0o644)? {

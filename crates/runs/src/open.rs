@@ -26,7 +26,9 @@ pub fn open_store(settings: &Settings) -> Result<Store> {
     Ok(with_pins(Store::open(settings)?))
 }
 
-/// [`Tiered::open`] with the run records' pins; `None` when caching is off.
+/// The store of `settings` with the run records' pins and its remote tier behind it
+/// (`mck_remote::tiered`); `None` when caching is off (`--no_cache`, which turns the remote off
+/// too). The one opener of a tiered cache for a compile.
 pub fn open_tiered(settings: &Settings) -> Result<Option<Tiered>> {
-    Ok(Store::open_configured(settings)?.map(|store| Tiered::over(with_pins(store))))
+    Ok(Store::open_configured(settings)?.map(|store| mck_remote::tiered(with_pins(store))))
 }

@@ -97,7 +97,7 @@ impl Kind {
             Kind::Mode(set) => with(set, parse_dir_mode(text)?),
             Kind::Remote(set) => with(
                 set,
-                RemoteUrl::parse_supported(text).map_err(|e| e.to_string())?,
+                mck_remote::parse_supported_url(text).map_err(|e| e.to_string())?,
             ),
             Kind::SecretFile(set) => with(set, Secret::read(Path::new(text))?),
         })
@@ -149,7 +149,7 @@ impl Setting {
     /// `text` as errors may show it: a value that may hold a password is redacted.
     pub fn shown_value(&self, text: &str) -> String {
         if self.is_secret() {
-            mck_store::remote::redact(text)
+            mck_remote::redact(text)
         } else {
             text.to_owned()
         }

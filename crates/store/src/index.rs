@@ -1,4 +1,5 @@
-//! The SQLite index: which entries exist, their sizes and last use, and the counters. It makes
+//! The SQLite index: which entries exist, their sizes and last use, and their totals; the event
+//! counters it bumps live in `counters.sqlite`, attached to its connection (`events.rs`). It makes
 //! eviction (least recently used first) and listing cost O(log n) per entry touched instead of a
 //! directory scan, and keeps running totals so no write needs a `SUM`.
 //!
@@ -16,6 +17,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::clock::UnixMillis;
 use super::entry::EntryState;
+use super::events::{self, CounterFiles};
 use super::sqlite::{BUSY_TIMEOUT, is_corruption, retry_busy};
 
 /// Bumped when the schema changes incompatibly: an index of another version is rebuilt.
@@ -45,8 +47,6 @@ CREATE INDEX IF NOT EXISTS entries_by_last_used
 CREATE INDEX IF NOT EXISTS entries_by_name ON entries(name);
 CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 INSERT OR IGNORE INTO counters(name, value) VALUES
-    ('hits', 0), ('misses', 0), ('failures_replayed', 0), ('evictions', 0), ('corrupt', 0),
-    ('puts', 0), ('bytes_written', 0),
     ('entry_count', 0), ('total_bytes', 0), ('failed_count', 0);
 CREATE TRIGGER IF NOT EXISTS entries_after_insert AFTER INSERT ON entries BEGIN
     UPDATE counters SET value = value + 1 WHERE name = 'entry_count';
@@ -65,7 +65,7 @@ CREATE TRIGGER IF NOT EXISTS entries_after_update AFTER UPDATE OF size, state ON
 END;
 ";
 
-/// Event counters kept in the index.
+/// Event counters (kept in `counters.sqlite`, `events.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Counter {
     Hits,
@@ -206,9 +206,14 @@ fn to_i64(v: u64) -> i64 {
 }
 
 impl Index {
-    /// Opens (creating the schema if absent) the index at `path`. Returns the index and whether
-    /// it has been populated from the directory.
-    pub fn open(path: &Path) -> Result<(Index, bool), OpenFailure> {
+    /// Opens (creating the schema if absent) the index at `path`, with the event counters of
+    /// `counters` attached. Returns the index and whether it has been populated from the
+    /// directory.
+    pub fn open(
+        path: &Path,
+        counters: &CounterFiles,
+        file_mode: u32,
+    ) -> Result<(Index, bool), OpenFailure> {
         let classify = |e: rusqlite::Error| {
             if is_corruption(&e) {
                 OpenFailure::Unusable(e.to_string())
@@ -268,6 +273,9 @@ impl Index {
             )));
         }
         let populated = meta("populated")?.as_deref() == Some("1");
+        // Its own damage is handled inside; anything else is an error, not a reason to rebuild
+        // the index.
+        events::attach(&mut conn, counters, file_mode).map_err(OpenFailure::Error)?;
         Ok((Index { conn }, populated))
     }
 
@@ -394,27 +402,36 @@ impl Index {
     pub fn add_named(&mut self, name: &str, by: i64) -> rusqlite::Result<()> {
         self.conn
             .prepare_cached(
-                "INSERT INTO counters(name, value) VALUES (?1, ?2)
+                "INSERT INTO events.counters(name, value) VALUES (?1, ?2)
                  ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
             )?
             .execute(params![name, by])
             .map(|_| ())
     }
 
-    /// Sets every event counter to zero (the sizes, which describe the entries, stay).
-    pub fn zero_events(&mut self) -> rusqlite::Result<()> {
-        self.conn.execute(
-            "DELETE FROM counters WHERE name NOT IN ('entry_count', 'total_bytes', 'failed_count')",
-            [],
-        )?;
-        Ok(())
+    /// Sets every event counter to zero (the sizes, which describe the entries, stay) and
+    /// records `now_ms` as when.
+    pub fn zero_events(&mut self, now_ms: UnixMillis) -> rusqlite::Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute("DELETE FROM events.counters", [])?;
+        events::set_zeroed(&tx, now_ms)?;
+        tx.commit()
     }
 
-    /// Every counter by name.
+    /// When the event counters were last zeroed, if ever.
+    pub fn zeroed_ms(&self) -> rusqlite::Result<Option<UnixMillis>> {
+        events::zeroed(&self.conn)
+    }
+
+    /// Every counter by name: the sizes (this index's) and the events (`counters.sqlite`).
     pub fn counters(&self) -> rusqlite::Result<BTreeMap<String, i64>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT name, value FROM counters")?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT name, value FROM main.counters
+             WHERE name IN ('entry_count', 'total_bytes', 'failed_count')
+             UNION ALL SELECT name, value FROM events.counters",
+        )?;
         let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
         rows.collect()
     }
@@ -606,11 +623,10 @@ pub struct EvictStep {
     pub next: Option<EvictCursor>,
 }
 
-/// Adds `by` to a counter, creating its row if this index predates it (an index written by an
-/// older version lacks the newer counters; the schema's seed rows are only inserted once).
+/// Adds `by` to an event counter, creating its row.
 fn bump(conn: &Connection, c: Counter, by: i64) -> rusqlite::Result<()> {
     conn.prepare_cached(
-        "INSERT INTO counters(name, value) VALUES (?1, ?2)
+        "INSERT INTO events.counters(name, value) VALUES (?1, ?2)
          ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
     )?
     .execute(params![c.name(), by])
@@ -640,6 +656,13 @@ fn upsert_in(conn: &Connection, row: &Row) -> rusqlite::Result<()> {
 mod tests {
     use super::*;
 
+    fn counter_files(dir: &Path) -> CounterFiles {
+        CounterFiles {
+            db: dir.join("c.sqlite"),
+            legacy_snapshot: dir.join("stats.json"),
+        }
+    }
+
     fn row(d: char, size: u64, last_used: i64) -> Row {
         Row {
             digest: d.to_string().repeat(64),
@@ -655,7 +678,12 @@ mod tests {
     #[test]
     fn triggers_keep_totals() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut ix, populated) = Index::open(&dir.path().join("i.sqlite")).unwrap();
+        let (mut ix, populated) = Index::open(
+            &dir.path().join("i.sqlite"),
+            &counter_files(dir.path()),
+            0o600,
+        )
+        .unwrap();
         assert!(!populated);
         ix.upsert(&row('a', 10, 1), &[]).unwrap();
         ix.upsert(&row('b', 20, 2), &[]).unwrap();
@@ -673,7 +701,12 @@ mod tests {
     #[test]
     fn evict_step_respects_ttl_boundary_and_order() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut ix, _) = Index::open(&dir.path().join("i.sqlite")).unwrap();
+        let (mut ix, _) = Index::open(
+            &dir.path().join("i.sqlite"),
+            &counter_files(dir.path()),
+            0o600,
+        )
+        .unwrap();
         ix.upsert(&row('a', 10, 30), &[]).unwrap();
         ix.upsert(&row('b', 10, 10), &[]).unwrap();
         ix.upsert(&row('c', 10, 20), &[]).unwrap();
@@ -701,6 +734,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("i.sqlite");
         std::fs::write(&p, vec![0x55u8; 8192]).unwrap();
-        assert!(matches!(Index::open(&p), Err(OpenFailure::Unusable(_))));
+        assert!(matches!(
+            Index::open(&p, &counter_files(dir.path()), 0o600),
+            Err(OpenFailure::Unusable(_))
+        ));
     }
 }

@@ -10,6 +10,7 @@
 //!     locks/<hh>/<64-hex>.lock  advisory compile locks (one per key being compiled)
 //!     locks/index.lock        serializes creating and repairing the index
 //!     index.sqlite            the index (a cache of the directory's truth)
+//!     counters.sqlite         the event counters (durable: they outlive an index rebuild)
 //!     registry.sqlite         addresses and run records (durable: not rebuildable)
 //!     remote-down.json        "the remote tier is down until T" (remote/breaker.rs), if it is
 //! ```
@@ -103,6 +104,13 @@ impl Layout {
     }
     pub fn index_path(&self) -> &Path {
         &self.index
+    }
+    /// The event counters, and the snapshot an older cache kept them in.
+    pub fn counter_files(&self) -> super::events::CounterFiles {
+        super::events::CounterFiles {
+            db: self.base.join(super::events::COUNTERS_FILE),
+            legacy_snapshot: self.root.join(super::events::LEGACY_STATS_FILE),
+        }
     }
     /// Where the remote tier's circuit breaker records "down until T".
     pub fn remote_state_path(&self) -> PathBuf {

@@ -10,14 +10,16 @@
 //! - `entry`: the entry file format and its checksums; `entry_file`: reading one from a file;
 //!   `atomic`: temp file + rename publishing
 //!   (entries, and a compiler's output restored on a hit);
-//! - `index`: the SQLite index; `rebuild`: repairing it from the directory;
+//! - `index`: the SQLite index; `rebuild`: repairing it from the directory; `events`: the event
+//!   counters' durable home (and moving an older cache's into it);
 //! - `cache`: open, get, put; `read`: verified reads; `transfer`: entries moved between caches
 //!   and tiers, and entry files staged from outside; `evict`: LRU under TTL, sparing what
 //!   `pins` names; `manage`: stats, list, clear, verify, gc;
 //! - `lock`: advisory compile locks; `quarantine`: moving damaged files aside;
 //! - `clock`: injectable time; `fsutil`: no-follow opens and ownership checks;
 //! - `sqlite`: busy and corruption handling shared by every SQLite file of the cache;
-//! - `tiered`: the local store with the remote tier (`remote/`: Redis, S3, GCS) behind it;
+//! - `tiered`: the local store with the remote tier behind it (`remote/`: the [`remote::Tier`]
+//!   contract, its seal and breaker; the services themselves are in `mck-remote`);
 //!   `compile`: the one compile-once API on it; `stream`: a hit streamed to a file;
 //!   `stream_put`: a file stored without reading it whole.
 //!
@@ -31,6 +33,7 @@ mod compile;
 mod entry;
 mod entry_file;
 mod error;
+mod events;
 mod evict;
 pub mod fsutil;
 mod index;
@@ -45,7 +48,6 @@ mod rebuild;
 pub mod remote;
 mod settings;
 pub mod sqlite;
-mod stats_file;
 mod stream;
 mod stream_put;
 mod tiered;
@@ -57,6 +59,7 @@ pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
 pub use compile::{Compiled, Served};
 pub use entry::{EntryMeta, EntryState, Failure, UnknownEntryState};
 pub use error::{Result, StoreError};
+pub use events::COUNTERS_FILE;
 pub use evict::EvictReport;
 pub use fsutil::ensure_private_dir;
 pub use index::{ListFilter, SortBy};
@@ -70,7 +73,6 @@ pub use rebuild::RebuildReport;
 pub use settings::{
     DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_DIR_MODE, DEFAULT_TTL_DAYS, Settings,
 };
-pub use stats_file::STATS_FILE;
 pub use stream::Streamed;
 pub use tiered::{Claim, CompileClaim, Tiered};
 pub use transfer::{StageError, StagedEntry};

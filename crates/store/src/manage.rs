@@ -14,12 +14,12 @@ use super::cache::{Store, remove_file_if_exists};
 use super::clock::UnixMillis;
 use super::entry::EntryState;
 use super::error::{Result, StoreError};
+use super::events::MISS_REASON_PREFIX;
 use super::evict::EvictReport;
 use super::index::{Counter, ListFilter, Row, SortBy};
 use super::key::Digest;
 use super::lock;
 use super::rebuild::{self, Depth, RebuildReport};
-use super::stats_file;
 
 /// A temporary file untouched for this long belongs to a dead writer.
 pub const STALE_TMP_MS: i64 = super::atomic::STALE_TMP_AGE.as_millis() as i64;
@@ -129,13 +129,12 @@ impl Store {
         let remote_down_until_ms = remote.as_deref().and_then(|r| {
             super::remote::marked_down_until(&self.layout().remote_state_path(), r, self.now())
         });
-        let (_, zeroed_ms) = stats_file::read(self.layout().root());
-        stats_file::write(self.layout().root(), &c, zeroed_ms, self.file_mode());
+        let zeroed_ms = self.with_index("read counters", |ix| ix.zeroed_ms())?;
         let (hits, misses) = (get("hits"), get("misses"));
         let miss_reasons = c
             .iter()
             .filter_map(|(k, v)| {
-                let reason = k.strip_prefix(stats_file::MISS_REASON_PREFIX)?;
+                let reason = k.strip_prefix(MISS_REASON_PREFIX)?;
                 Some((reason.to_owned(), (*v).max(0) as u64))
             })
             .collect();
@@ -316,7 +315,6 @@ impl Store {
             locks_removed,
         };
         debug!("gc of {}: {report:?}", self.layout().root().display());
-        self.snapshot_counters();
         Ok(report)
     }
 }
@@ -379,29 +377,14 @@ impl Store {
         if name.is_empty() {
             name.push_str("unknown");
         }
-        let counter = format!("{}{name}", stats_file::MISS_REASON_PREFIX);
+        let counter = format!("{}{name}", MISS_REASON_PREFIX);
         self.index_best_effort("count a miss reason", |ix| ix.add_named(&counter, 1));
     }
 
-    /// Sets every event counter (hits, misses, reasons, evictions, remote counters…) to zero,
-    /// in the index and in the snapshot; sizes stay (ccache's `--zero-stats`).
+    /// Sets every event counter (hits, misses, reasons, evictions, remote counters…) to zero;
+    /// sizes stay (ccache's `--zero-stats`).
     pub fn zero_stats(&self) -> Result<()> {
-        self.with_index("zero the counters", |ix| ix.zero_events())?;
         let now = self.now();
-        stats_file::write(
-            self.layout().root(),
-            &BTreeMap::new(),
-            Some(now),
-            self.file_mode(),
-        );
-        Ok(())
-    }
-
-    /// Writes the snapshot of the counters (best effort).
-    pub(crate) fn snapshot_counters(&self) {
-        if let Ok(c) = self.with_index("read counters", |ix| ix.counters()) {
-            let (_, zeroed_ms) = stats_file::read(self.layout().root());
-            stats_file::write(self.layout().root(), &c, zeroed_ms, self.file_mode());
-        }
+        self.with_index("zero the counters", |ix| ix.zero_events(now))
     }
 }

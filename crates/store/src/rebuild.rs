@@ -64,6 +64,8 @@ pub(super) fn open_index(
     force: bool,
 ) -> Result<Index> {
     let path = layout.index_path();
+    let counters = layout.counter_files();
+    let file_mode = settings.dir_mode & 0o666;
     let index_error = |op, source| StoreError::Index {
         op,
         path: path.to_owned(),
@@ -71,14 +73,13 @@ pub(super) fn open_index(
     };
     if !force
         && is_plain_file(path)?
-        && let Ok((ix, true)) = Index::open(path)
+        && let Ok((ix, true)) = Index::open(path, &counters, file_mode)
     {
         return Ok(ix);
     }
     // Anything else (missing, half-built, damaged, or an error racing another process that is
     // creating it) is settled under the index lock.
     // Slow path: one process at a time.
-    let file_mode = settings.dir_mode & 0o666;
     let _guard = match lock::acquire(
         &layout.index_lock_path(),
         "the index lock (another process is building the cache index)",
@@ -103,26 +104,24 @@ pub(super) fn open_index(
         // database and corrupt it, so they go too.
         move_index_aside(layout, clock.now_ms())?;
     }
-    let mut opened = Index::open(path);
+    let mut opened = Index::open(path, &counters, file_mode);
     if force && let Ok((ix, true)) = &opened {
         let healthy = ix.quick_check().unwrap_or(false);
         if !healthy {
             opened = Err(OpenFailure::Unusable("quick_check failed".to_owned()));
         }
     }
-    let mut salvaged = None;
     let mut ix = match opened {
         Ok((ix, true)) => return Ok(ix),
         Ok((ix, false)) => ix,
         Err(OpenFailure::Unusable(reason)) => {
-            salvaged = super::stats_file::salvage(path);
             warn!(
                 "cache index {} is unusable ({reason}); rebuilding it from the entry files",
                 path.display()
             );
             move_index_aside(layout, clock.now_ms())?;
             recreated = true;
-            match Index::open(path) {
+            match Index::open(path, &counters, file_mode) {
                 Ok((ix, _)) => ix,
                 Err(OpenFailure::Unusable(reason)) => {
                     return Err(StoreError::Insecure {
@@ -138,7 +137,6 @@ pub(super) fn open_index(
     if let Err(e) = fs::set_permissions(path, fs::Permissions::from_mode(file_mode)) {
         warn!("cannot set permissions of {}: {e}", path.display());
     }
-    seed_counters(layout, &mut ix, salvaged);
     let report = reconcile(layout, &mut ix, clock, Depth::Metadata, &mut |_, _| {})?;
     ix.mark_populated()
         .map_err(|e| index_error("mark the index as built", e))?;
@@ -150,36 +148,6 @@ pub(super) fn open_index(
         if recreated { ", index recreated" } else { "" }
     );
     Ok(ix)
-}
-
-/// Gives a fresh index (no events counted yet) the event counters of the index it replaces:
-/// those still readable from the damaged one, else the snapshot `stats.json` (each counter the
-/// larger of the two).
-fn seed_counters(
-    layout: &Layout,
-    ix: &mut Index,
-    salvaged: Option<std::collections::BTreeMap<String, i64>>,
-) {
-    let Ok(current) = ix.counters() else {
-        return;
-    };
-    let events = |name: &str| !super::stats_file::SIZE_COUNTERS.contains(&name);
-    if current.iter().any(|(k, v)| events(k) && *v != 0) {
-        return;
-    }
-    let (mut seed, _) = super::stats_file::read(layout.root());
-    for (k, v) in salvaged.unwrap_or_default() {
-        let e = seed.entry(k).or_insert(0);
-        *e = (*e).max(v);
-    }
-    for (name, value) in seed {
-        if events(&name)
-            && value > 0
-            && let Err(e) = ix.add_named(&name, value)
-        {
-            warn!("cannot restore the counter {name}: {e}");
-        }
-    }
 }
 
 fn is_plain_file(path: &Path) -> Result<bool> {

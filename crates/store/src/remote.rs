@@ -9,13 +9,11 @@
 //! Checksums do not say who wrote a value: with a shared secret (`auth`) every value is MACed,
 //! and without one, write access to the remote is trusted access.
 //!
-//! Files:
-//! - `url`: parsing `--remote=URL`; `error`: what can go wrong, by operation;
-//! - `tier`: the [`Tier`] trait every service implements (get, put, lease, …) and the one
-//!   place a URL picks its implementation;
-//! - `service`: [`Tier`] over an opendal operator (entries as objects; S3, GCS) and its timeouts;
-//! - `redis`: the Redis [`Tier`]: entries through opendal, plus `lease`: the compile lease
-//!   (`SET NX PX`, renewed, released by token) and expiry refresh;
+//! Files (the contract; the services themselves — opendal, Redis and its leases — and parsing
+//! `--remote=URL` are `mck-remote`'s, which depends on this crate):
+//! - `url`: where the tier lives, as data; `error`: what can go wrong, by operation;
+//! - `tier`: the [`Tier`] trait every service implements (get, put, lease, …) and [`OpenTier`],
+//!   the function that picks one for a URL;
 //! - `auth`: the shared secret and the HMAC tag on every value; `breaker`: "remote down until
 //!   T", in memory and in the cache directory: both wrap any tier, here in [`Remote`].
 //!
@@ -26,9 +24,6 @@
 mod auth;
 mod breaker;
 mod error;
-mod lease;
-mod redis;
-mod service;
 mod tier;
 mod url;
 
@@ -45,11 +40,9 @@ use super::key::Digest;
 
 pub use auth::{AuthError, MAX_SECRET_LEN, MIN_SECRET_LEN, Secret};
 pub use breaker::{Breaker, STATE_FILE, marked_down_until};
-pub use error::RemoteError;
-pub use tier::{Lease, LeaseAttempt, Tier};
-pub use url::{BucketTarget, DEFAULT_REDIS_PREFIX, RedisTarget, RemoteUrl, UrlError, redact};
-
-use tier::TierOptions;
+pub use error::{RemoteError, ServiceError, show_ms};
+pub use tier::{Lease, LeaseAttempt, OpenTier, Tier, TierOptions};
+pub use url::{BucketTarget, DEFAULT_REDIS_PREFIX, RedisTarget, RemoteUrl};
 
 /// Default timeout of one remote operation.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -113,13 +106,14 @@ pub struct Remote {
 impl Remote {
     /// Sets up the remote of `settings` (`None` when there is none). `expiry` is how long an
     /// entry lives on the server after its last write or hit (the cache's TTL); the breaker's
-    /// mark lives at `state_path`. Nothing is contacted yet.
+    /// mark lives at `state_path`; `open_tier` sets up the service. Nothing is contacted yet.
     pub fn open(
         settings: &RemoteSettings,
         expiry: Duration,
         state_path: &Path,
         file_mode: u32,
         clock: Arc<dyn Clock>,
+        open_tier: OpenTier,
     ) -> Result<Option<Remote>, RemoteError> {
         let Some(url) = &settings.url else {
             return Ok(None);
@@ -132,7 +126,7 @@ impl Remote {
             file_mode,
             clock,
         ));
-        let tier = tier::open(
+        let tier = open_tier(
             url,
             TierOptions {
                 shown: shown.clone(),
@@ -279,67 +273,5 @@ impl Remote {
                 Err(e)
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::clock::ManualClock;
-    use super::*;
-
-    /// A remote at `url` on a port nobody listens on (a refused connection, no timeout).
-    fn refused_at(dir: &Path, url: &str) -> Remote {
-        let settings = RemoteSettings {
-            url: Some(RemoteUrl::parse(url).unwrap()),
-            ..RemoteSettings::default()
-        };
-        let clock = Arc::new(ManualClock::new(1_000));
-        let state = dir.join(STATE_FILE);
-        Remote::open(&settings, DEFAULT_LEASE, &state, 0o600, clock)
-            .unwrap()
-            .expect("a remote")
-    }
-
-    fn refused(dir: &Path) -> Remote {
-        refused_at(dir, "redis://127.0.0.1:1/0/team")
-    }
-
-    #[test]
-    fn a_failing_tier_opens_the_breaker_and_later_calls_are_skipped() {
-        let dir = tempfile::tempdir().unwrap();
-        let remote = refused(dir.path());
-        let digest = Digest::parse(&"ab".repeat(32)).unwrap();
-        assert_eq!(
-            remote.entry_path(&digest),
-            format!("team/entries-v1/{}", "ab".repeat(32))
-        );
-        let first = remote.get(&digest).unwrap_err();
-        assert!(!first.is_skip(), "{first}");
-        assert!(remote.down_until().is_some());
-        assert!(remote.try_lease(&digest).unwrap_err().is_skip());
-        assert!(remote.put(&digest, &[b"x"]).unwrap_err().is_skip());
-    }
-
-    #[test]
-    fn redis_is_the_tier_that_leases() {
-        let dir = tempfile::tempdir().unwrap();
-        assert!(refused(dir.path()).tier.leases());
-    }
-
-    /// A bucket has no lease: asking is no call, so even with the breaker open it is no skip
-    /// (a skip would be counted in `cache stats`).
-    #[cfg(feature = "remote-s3")]
-    #[test]
-    fn a_bucket_answers_unsupported_without_a_call() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = "s3://bucket/team?endpoint=http://127.0.0.1:1&region=us-east-1";
-        let remote = refused_at(dir.path(), url);
-        let digest = Digest::parse(&"cd".repeat(32)).unwrap();
-        assert!(!remote.get(&digest).unwrap_err().is_skip());
-        assert!(remote.down_until().is_some());
-        assert!(matches!(
-            remote.try_lease(&digest),
-            Ok(LeaseAttempt::Unsupported)
-        ));
     }
 }

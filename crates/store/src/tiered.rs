@@ -28,8 +28,7 @@ use super::error::Result;
 use super::index::Counter;
 use super::key::CacheKey;
 use super::lock::CompileLock;
-use super::remote::{Lease, LeaseAttempt, Remote, RemoteError};
-use super::settings::Settings;
+use super::remote::{Lease, LeaseAttempt, OpenTier, Remote, RemoteError};
 use super::stream::Streamed;
 
 const FIRST_PAUSE: Duration = Duration::from_millis(50);
@@ -72,15 +71,10 @@ impl CompileClaim {
 }
 
 impl Tiered {
-    /// Opens the store of `settings` and its remote; `None` when caching is off (`--no_cache`,
-    /// which turns the remote off too).
-    pub fn open(settings: &Settings) -> Result<Option<Tiered>> {
-        Ok(Store::open_configured(settings)?.map(Tiered::over))
-    }
-
-    /// Puts the remote of `local`'s settings behind it. A remote that cannot even be set up is
-    /// a warning and a local-only cache.
-    pub fn over(local: Store) -> Tiered {
+    /// Puts the remote of `local`'s settings behind it, its service set up by `open_tier`
+    /// (`mck_remote::tiered` passes the real ones). A remote that cannot even be set up is a
+    /// warning and a local-only cache.
+    pub fn over(local: Store, open_tier: OpenTier) -> Tiered {
         let s = local.settings();
         let remote = match Remote::open(
             &s.remote,
@@ -88,6 +82,7 @@ impl Tiered {
             &local.layout().remote_state_path(),
             local.file_mode(),
             local.clock().clone(),
+            open_tier,
         ) {
             Ok(r) => r,
             Err(e) => {

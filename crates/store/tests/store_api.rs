@@ -909,10 +909,10 @@ fn the_store_is_shareable_across_threads() {
 
 #[test]
 fn compile_once_compiles_once_then_replays() {
-    use mck_store::{Compiled, Served, StoreError, Tiered};
+    use mck_store::{Compiled, Served, StoreError};
     let dir = tempfile::tempdir().unwrap();
     let c = clock();
-    let store = Tiered::over(open_at(dir.path(), &c, |_| {}));
+    let store = mck_remote::tiered(open_at(dir.path(), &c, |_| {}));
     let t = Duration::from_secs(5);
     let k = key("jit_goc", "goc");
     let mut calls = 0;

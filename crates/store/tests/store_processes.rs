@@ -19,9 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::{files_under, key, payload};
 use mck_settings::{Layer, Settings};
-use mck_store::{
-    CacheKey, CompileLock, Compiled, Failure, Lookup, ManualClock, Served, Store, Tiered,
-};
+use mck_store::{CacheKey, CompileLock, Compiled, Failure, Lookup, ManualClock, Served, Store};
 use rand::Rng;
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
@@ -199,7 +197,7 @@ fn compile_once() -> Result<(), String> {
         Ok(compile_payload(&k))
     };
     if env("STORE_TEST_API")? == "compile_once" {
-        let tiered = Tiered::over(store);
+        let tiered = mck_remote::tiered(store);
         let got = tiered
             .compile_once(
                 &k,

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use super::super::clock::UnixMillis;
 
+/// The implementation's own error (opendal's, the `redis` crate's), kept as the source.
+pub type ServiceError = Box<dyn std::error::Error + Send + Sync>;
+
 /// A remote operation that did not happen or did not finish.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
@@ -24,13 +27,13 @@ pub enum RemoteError {
         remote: String,
         after: Duration,
     },
-    /// The storage service (through opendal) failed.
+    /// The storage service (opendal, in `mck-remote`) failed.
     #[error("cannot {op} on {remote}: {source}")]
     Service {
         op: &'static str,
         remote: String,
         #[source]
-        source: Box<opendal::Error>,
+        source: ServiceError,
     },
     /// The Redis lease connection failed.
     #[error("cannot {op} on {remote}: {source}")]
@@ -38,7 +41,7 @@ pub enum RemoteError {
         op: &'static str,
         remote: String,
         #[source]
-        source: Box<redis::RedisError>,
+        source: ServiceError,
     },
     /// The remote could not be set up at all (the service refused the configuration, or this
     /// build lacks the cargo feature the URL needs).

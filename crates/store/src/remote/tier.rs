@@ -4,10 +4,9 @@
 //! read-only setting — is done once around it (`super::Remote`), and the entry checks once in
 //! `tiered.rs`, so a new service is one more implementation, never a branch elsewhere.
 //!
-//! Implementations: [`ObjectStore`] (any opendal service: S3, GCS; entries as objects) and
-//! [`RedisTier`] (entries through opendal, leases and refresh through the `redis` crate).
-//! [`open`] is the only place that picks one for a URL (and `service.rs` the only one that
-//! turns a URL into an opendal service's configuration).
+//! The implementations live in `mck-remote` (over opendal for buckets, Redis with leases), so
+//! this crate needs neither opendal nor a runtime; one [`OpenTier`] function there picks the
+//! implementation for a URL, and whoever opens a [`super::super::Tiered`] passes it in.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -15,8 +14,6 @@ use std::time::Duration;
 
 use super::breaker::Breaker;
 use super::error::RemoteError;
-use super::redis::RedisTier;
-use super::service::ObjectStore;
 use super::url::RemoteUrl;
 
 /// A held compile lease: released when dropped (or, if this process dies, when it expires).
@@ -86,15 +83,5 @@ pub struct TierOptions {
     pub breaker: Arc<Breaker>,
 }
 
-/// The implementation for `url` (nothing is contacted yet).
-pub fn open(url: &RemoteUrl, options: TierOptions) -> Result<Box<dyn Tier>, RemoteError> {
-    Ok(match url {
-        RemoteUrl::Redis(target) => Box::new(RedisTier::open(url, target, options)?),
-        RemoteUrl::S3(_) | RemoteUrl::Gcs(_) => Box::new(ObjectStore::open(
-            url,
-            options.shown,
-            options.timeout,
-            options.expiry,
-        )?),
-    })
-}
+/// Picks and sets up the implementation for a URL (nothing is contacted yet).
+pub type OpenTier = fn(&RemoteUrl, TierOptions) -> Result<Box<dyn Tier>, RemoteError>;

@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 use redis::{Client, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo};
 use tracing::{debug, warn};
 
-use super::breaker::Breaker;
-use super::error::RemoteError;
-use super::tier::{Lease, LeaseAttempt};
-use super::url::RedisTarget;
+use mck_store::remote::Breaker;
+use mck_store::remote::RedisTarget;
+use mck_store::remote::RemoteError;
+use mck_store::remote::{Lease, LeaseAttempt};
 
 /// Renews the expiry of KEYS[1] to ARGV[2] ms if it still holds ARGV[1].
 const RENEW: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \

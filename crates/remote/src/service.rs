@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use opendal::{ErrorKind, Operator};
 
-use super::error::RemoteError;
-use super::tier::Tier;
-use super::url::RemoteUrl;
+use mck_store::remote::RemoteError;
+use mck_store::remote::RemoteUrl;
+use mck_store::remote::Tier;
 
 /// Connections opendal may keep to Redis: one process runs one compile at a time.
 const POOL_SIZE: usize = 4;
@@ -198,7 +198,7 @@ mod tests {
 
     #[test]
     fn a_redis_operator_is_built_without_contacting_the_server() {
-        let url = RemoteUrl::parse("redis://127.0.0.1:1/0").unwrap();
+        let url = crate::url::parse("redis://127.0.0.1:1/0").unwrap();
         assert!(build_operator(&url, Some(Duration::from_secs(60))).is_ok());
     }
 
@@ -206,15 +206,16 @@ mod tests {
     #[cfg(feature = "remote-s3")]
     #[test]
     fn an_s3_operator_is_built_from_the_url() {
-        let url = RemoteUrl::parse("s3://bucket/team?endpoint=http://127.0.0.1:9&region=us-east-1")
-            .unwrap();
+        let url =
+            crate::url::parse("s3://bucket/team?endpoint=http://127.0.0.1:9&region=us-east-1")
+                .unwrap();
         build_operator(&url, None).unwrap();
     }
 
     #[cfg(feature = "remote-gcs")]
     #[test]
     fn a_gcs_operator_is_built_from_the_url() {
-        let url = RemoteUrl::parse("gcs://bucket/team").unwrap();
+        let url = crate::url::parse("gcs://bucket/team").unwrap();
         build_operator(&url, None).unwrap();
     }
 }

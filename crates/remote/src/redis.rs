@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use super::error::RemoteError;
 use super::lease::Coordinator;
 use super::service::ObjectStore;
-use super::tier::{LeaseAttempt, Tier, TierOptions};
-use super::url::{RedisTarget, RemoteUrl};
+use mck_store::remote::RemoteError;
+use mck_store::remote::{LeaseAttempt, Tier, TierOptions};
+use mck_store::remote::{RedisTarget, RemoteUrl};
 
 /// A Redis database under a key prefix.
 #[derive(Debug)]

@@ -1,0 +1,261 @@
+//! Parsing `--remote=URL` into the store's [`RemoteUrl`]: which service holds the shared tier, and
+//! where inside it (the forms are listed in `mck_store::remote::RemoteUrl`'s module). Parsing is
+//! separate from connecting so a bad URL is a usage error at startup (naming the flag and where
+//! it came from), never a silent fallback.
+
+use mck_store::remote::{BucketTarget, DEFAULT_REDIS_PREFIX, RedisTarget, RemoteUrl};
+use url::Url;
+
+/// Redis's port when the URL names none.
+pub const DEFAULT_REDIS_PORT: u16 = 6379;
+
+/// Why a URL was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct UrlError(pub String);
+
+const S3_OPTIONS: &[&str] = &["endpoint", "region"];
+const GCS_OPTIONS: &[&str] = &["endpoint", "credential_path"];
+
+/// Parses `text` (see the module doc).
+pub fn parse(text: &str) -> Result<RemoteUrl, UrlError> {
+    let bad = |m: String| UrlError(m);
+    let url = Url::parse(text.trim()).map_err(|e| {
+        bad(format!(
+            "not a URL ({e}); expected redis://HOST:PORT/DB, s3://BUCKET/PREFIX or gcs://BUCKET/PREFIX"
+        ))
+    })?;
+    match url.scheme() {
+        "redis" => parse_redis(&url).map(RemoteUrl::Redis),
+        "s3" => parse_bucket(&url, S3_OPTIONS).map(RemoteUrl::S3),
+        "gcs" | "gs" => parse_bucket(&url, GCS_OPTIONS).map(RemoteUrl::Gcs),
+        "rediss" => Err(bad(
+            "TLS Redis (rediss://) is not supported; use redis:// on a trusted network or a TLS tunnel"
+                .to_owned(),
+        )),
+        other => Err(bad(format!(
+            "unsupported scheme {other:?}; expected redis://, s3:// or gcs://"
+        ))),
+    }
+}
+
+/// As [`parse`], and refuses a service this build does not include.
+pub fn parse_supported(text: &str) -> Result<RemoteUrl, UrlError> {
+    let url = parse(text)?;
+    let feature = match url {
+        RemoteUrl::S3(_) if !cfg!(feature = "remote-s3") => "remote-s3",
+        RemoteUrl::Gcs(_) if !cfg!(feature = "remote-gcs") => "remote-gcs",
+        _ => return Ok(url),
+    };
+    Err(UrlError(format!(
+        "{}:// remotes are not in this build: rebuild with `cargo build --features {feature}`",
+        url.service()
+    )))
+}
+
+fn parse_redis(url: &Url) -> Result<RedisTarget, UrlError> {
+    let host = match url.host_str() {
+        Some(h) if !h.is_empty() => h.trim_start_matches('[').trim_end_matches(']'),
+        _ => {
+            return Err(UrlError(
+                "a redis URL needs a host: redis://HOST:PORT/DB".into(),
+            ));
+        }
+    };
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(UrlError(
+            "a redis URL takes no query or fragment: redis://HOST:PORT/DB[/PREFIX]".into(),
+        ));
+    }
+    let mut segments = path_segments(url)?;
+    let db = if segments.is_empty() {
+        0
+    } else {
+        let first = segments.remove(0);
+        first
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (0..=1_000_000).contains(n))
+            .ok_or_else(|| {
+                UrlError(format!(
+                    "expected a database number after the host (redis://HOST:PORT/DB), got {first:?}"
+                ))
+            })?
+    };
+    let prefix = if segments.is_empty() {
+        DEFAULT_REDIS_PREFIX.to_owned()
+    } else {
+        segments.join("/")
+    };
+    let decode = |s: &str| -> Result<String, UrlError> {
+        percent_decode(s)
+            .ok_or_else(|| UrlError("the user name or password is not valid UTF-8".into()))
+    };
+    let username = (!url.username().is_empty())
+        .then(|| decode(url.username()))
+        .transpose()?;
+    let password = url.password().map(decode).transpose()?;
+    Ok(RedisTarget {
+        host: host.to_owned(),
+        port: url.port().unwrap_or(DEFAULT_REDIS_PORT),
+        db,
+        username,
+        password,
+        prefix,
+    })
+}
+
+fn parse_bucket(url: &Url, allowed: &[&str]) -> Result<BucketTarget, UrlError> {
+    let scheme = url.scheme();
+    let bucket = match url.host_str() {
+        Some(b) if !b.is_empty() => b.to_owned(),
+        _ => {
+            return Err(UrlError(format!(
+                "a {scheme} URL needs a bucket: {scheme}://BUCKET/PREFIX"
+            )));
+        }
+    };
+    if !url.username().is_empty() || url.password().is_some() || url.port().is_some() {
+        return Err(UrlError(format!(
+            "a {scheme} URL takes no user, password or port; credentials come from the service's usual environment"
+        )));
+    }
+    let prefix = path_segments(url)?.join("/");
+    let mut options = Vec::new();
+    for (name, value) in url.query_pairs() {
+        if !allowed.contains(&name.as_ref()) {
+            return Err(UrlError(format!(
+                "unknown {scheme} option {name:?} (known: {})",
+                allowed.join(", ")
+            )));
+        }
+        if options.iter().any(|(n, _)| n == name.as_ref()) {
+            return Err(UrlError(format!(
+                "the {scheme} option {name:?} is given twice"
+            )));
+        }
+        options.push((name.into_owned(), value.into_owned()));
+    }
+    Ok(BucketTarget {
+        bucket,
+        prefix,
+        options,
+    })
+}
+
+/// Non-empty path segments, percent-decoded; `.` and `..` refused (they would escape the prefix).
+fn path_segments(url: &Url) -> Result<Vec<String>, UrlError> {
+    let mut out = Vec::new();
+    for raw in url.path().split('/').filter(|s| !s.is_empty()) {
+        let s = percent_decode(raw)
+            .ok_or_else(|| UrlError(format!("path segment {raw:?} is not valid UTF-8")))?;
+        if s == "." || s == ".." || s.contains('/') {
+            return Err(UrlError(format!(
+                "path segment {s:?} is not allowed in the prefix"
+            )));
+        }
+        out.push(s);
+    }
+    Ok(out)
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Some(v) = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// `text` with any `user:password@` part replaced by `***@`, for messages about a URL that did
+/// not parse.
+pub fn redact(text: &str) -> String {
+    if let Some((scheme, rest)) = text.split_once("://")
+        && let Some(at) = rest.find('@')
+        && !rest[..at].contains('/')
+    {
+        return format!("{scheme}://***@{}", &rest[at + 1..]);
+    }
+    text.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redis(text: &str) -> RedisTarget {
+        match parse(text).unwrap() {
+            RemoteUrl::Redis(r) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn redis_forms() {
+        let r = redis("redis://127.0.0.1:6380/2");
+        assert_eq!((r.host.as_str(), r.port, r.db), ("127.0.0.1", 6380, 2));
+        assert_eq!(r.prefix, DEFAULT_REDIS_PREFIX);
+        let r = redis("redis://cache.example");
+        assert_eq!((r.port, r.db), (6379, 0));
+        let r = redis("redis://h:1/0/team/a");
+        assert_eq!(r.prefix, "team/a");
+        let r = redis("redis://alice:s%40cret@h:1/3");
+        assert_eq!(r.username.as_deref(), Some("alice"));
+        assert_eq!(r.password.as_deref(), Some("s@cret"));
+        let r = redis("redis://[::1]:7000/1");
+        assert_eq!(r.host, "::1");
+    }
+
+    #[test]
+    fn display_hides_the_password() {
+        let u = parse("redis://alice:hunter2@h:1/3/p").unwrap();
+        assert_eq!(u.to_string(), "redis://alice:***@h:1/3/p");
+        assert!(!format!("{u:?}").contains("hunter2"));
+        assert_eq!(redact("redis://alice:hunter2@h:1/x"), "redis://***@h:1/x");
+    }
+
+    #[test]
+    fn buckets() {
+        let u = parse("s3://b/team/x?endpoint=http://127.0.0.1:9000&region=us-east-1").unwrap();
+        let RemoteUrl::S3(b) = &u else { panic!() };
+        assert_eq!((b.bucket.as_str(), b.prefix.as_str()), ("b", "team/x"));
+        assert_eq!(b.options.len(), 2);
+        let u = parse("gcs://b").unwrap();
+        assert_eq!(u.to_string(), "gcs://b");
+    }
+
+    #[test]
+    fn bad_urls_say_why() {
+        for (text, needle) in [
+            ("localhost:6379", "scheme"),
+            ("redis://", "host"),
+            ("redis://h:1/x", "database number"),
+            ("redis://h:1/-1", "database number"),
+            ("redis://h:1/0?x=1", "no query"),
+            ("redis://h:99999/0", "not a URL"),
+            ("rediss://h/0", "TLS"),
+            ("http://h/0", "unsupported scheme"),
+            ("s3:///x", "bucket"),
+            ("s3://b/x?colour=red", "unknown s3 option"),
+            ("s3://b/x?region=a&region=b", "twice"),
+            ("gcs://u:p@b/x", "no user"),
+            ("redis://h:1/0/a%2Fb", "not allowed"),
+        ] {
+            let e = parse(text).expect_err(text).to_string();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+}
