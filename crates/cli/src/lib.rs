@@ -10,6 +10,7 @@ pub mod error;
 pub mod exec;
 pub mod flags;
 pub mod front;
+pub mod inode_cache;
 pub mod input;
 pub mod logging;
 pub mod raw_digest;
