@@ -6,6 +6,7 @@
 use crate::address_args::AddressArgs;
 use crate::error::{CliError, Failure};
 use crate::flags::{CanonFlags, InputLimits};
+use crate::inode_cache::InodeCache;
 use crate::input;
 use crate::settings::CacheOptions;
 use mck_exec::compiler_check::CompilerCheck;
@@ -88,6 +89,8 @@ pub struct Exec<'a> {
     pub digest_cache: PathBuf,
     /// Direct mode is on: neither `--no-direct` nor the `no_direct` setting.
     pub direct: bool,
+    /// Where direct mode remembers input digests (`None`: the `no_inode_cache` setting).
+    pub inode_cache: Option<InodeCache>,
     /// One run id for the direct and the canonical path (made once, when first needed).
     run_id: OnceCell<String>,
 }
@@ -122,12 +125,14 @@ impl<'a> Exec<'a> {
             )?)));
         };
         let digest_cache = store.local().layout().compilers_dir();
+        let inode_cache = InodeCache::unless_off(&store, &settings);
         Ok(Opened::Cache(Box::new(Exec {
             args,
             request,
             store,
             digest_cache,
             direct: !args.no_direct && !settings.no_direct,
+            inode_cache,
             run_id: OnceCell::new(),
         })))
     }
@@ -177,7 +182,7 @@ impl<'a> Exec<'a> {
             *read = Some(whole);
             digest
         } else {
-            input::digest_file(&self.args.input)?
+            input::digest_file(&self.args.input, self.inode_cache.as_ref())?
         };
         let manifest = self.manifest(&digest)?;
         let at = |record: &KeyRecord| self.at(record);

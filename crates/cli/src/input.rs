@@ -57,19 +57,21 @@ pub fn is_stream(path: &Path) -> bool {
 }
 
 /// The digest direct mode keys a regular file on ([`crate::raw_digest`]), read through bounded
-/// buffers, up to the cap.
-pub fn digest_file(path: &Path) -> Result<[u8; 32], CliError> {
+/// buffers, up to the cap, or remembered in `inode_cache`.
+pub fn digest_file(
+    path: &Path,
+    inode_cache: Option<&crate::inode_cache::InodeCache>,
+) -> Result<[u8; 32], CliError> {
     let name = path.display().to_string();
     let file = std::fs::File::open(path)
         .map_err(|e| CliError::no_input(anyhow!("cannot read {name}: {e}")))?;
-    let len = file
+    let metadata = file
         .metadata()
-        .map_err(|e| CliError::no_input(anyhow!("cannot read {name}: {e}")))?
-        .len();
-    if len > max_size() {
+        .map_err(|e| CliError::no_input(anyhow!("cannot read {name}: {e}")))?;
+    if metadata.len() > max_size() {
         return Err(too_large(&name, ""));
     }
-    crate::raw_digest::of_file(&file, len)
+    crate::inode_cache::digest(&file, &metadata, &name, inode_cache)
         .map_err(|e| CliError::input(anyhow!("cannot read {name}: {e}")))
 }
 

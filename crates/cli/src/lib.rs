@@ -11,6 +11,7 @@ pub mod exec;
 pub mod flags;
 pub mod front;
 pub mod handover;
+pub mod inode_cache;
 pub mod input;
 pub mod logging;
 pub mod raw_digest;

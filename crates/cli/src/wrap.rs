@@ -7,6 +7,7 @@ use crate::compilers;
 use crate::error::CliError;
 use crate::exec::{finished_code, manifest_key};
 use crate::flags::{CanonFlags, InputFormat, KernelArg};
+use crate::inode_cache::InodeCache;
 use crate::input;
 use crate::settings::CacheOptions;
 use anyhow::anyhow;
@@ -64,6 +65,8 @@ pub struct Wrap {
     pub digest_cache: PathBuf,
     /// Direct mode is on (not the `no_direct` setting).
     pub direct: bool,
+    /// Where direct mode remembers input digests (`None`: the `no_inode_cache` setting).
+    pub inode_cache: Option<InodeCache>,
 }
 
 /// What [`prepare`] found.
@@ -122,11 +125,13 @@ pub fn prepare(
         compiler_check: Default::default(),
     };
     let digest_cache = store.local().layout().compilers_dir();
+    let inode_cache = InodeCache::unless_off(&store, &settings);
     Ok(Prepared::Cache(Box::new(Wrap {
         name,
         request,
         store,
         digest_cache,
+        inode_cache,
         direct: !settings.no_direct,
     })))
 }
@@ -147,7 +152,10 @@ impl Wrap {
         if input::is_stream(&self.request.input) {
             return Ok(None);
         }
-        let manifest = self.manifest(canon, &input::digest_file(&self.request.input)?)?;
+        let manifest = self.manifest(
+            canon,
+            &input::digest_file(&self.request.input, self.inode_cache.as_ref())?,
+        )?;
         let finished = mck_exec::run_direct(&self.store, &self.request, &manifest, |_| {
             Ok::<_, CliError>(None)
         })?;

@@ -46,9 +46,9 @@ pub fn exec_key(
 }
 
 /// The direct-mode manifest key: the exec key's entries 2–8 as for the canonical key, a
-/// digest of the raw input bytes as the computation (the caller's: the CLI hashes large inputs
-/// in blocks on every core, `mck_cli::raw_digest`; hashed once rather than twice as entry
-/// bytes), and `canon_identity` (the canonicalizer's version and
+/// digest of the raw input bytes as the computation (the caller's: the CLI's BLAKE3,
+/// `mck_cli::raw_digest`; hashed once rather than twice as entry bytes; `direct/3` since it
+/// replaced SHA-256, so older manifests are misses), and `canon_identity` (the canonicalizer's version and
 /// options) and the module-name override in entry 8, so any change of what could move the
 /// canonical key moves this one too.
 pub fn direct_key(
@@ -60,7 +60,7 @@ pub fn direct_key(
 ) -> Result<CacheKey, ExecError> {
     let mut inputs = key_inputs(request, String::new(), digest_cache)?;
     inputs.custom_hook = json!([
-        "direct/2",
+        "direct/3",
         inputs.custom_hook,
         canon_identity,
         name_override

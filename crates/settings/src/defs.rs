@@ -223,6 +223,15 @@ pub static SETTINGS: &[Setting] = &[
         command_line: CommandLine::Absent,
     },
     Setting {
+        name: "no_inode_cache",
+        kind: Kind::Switch(|s, on| s.no_inode_cache = on),
+        default: "false",
+        doc: "Direct mode hashes every input anew: no digest remembered by the file's device, inode, size, mtime and ctime (for a filesystem whose ctime cannot be trusted; network and FUSE filesystems are never remembered).",
+        show: |s| Some(s.no_inode_cache.to_string()),
+        in_config_file: true,
+        command_line: CommandLine::Absent,
+    },
+    Setting {
         name: "log_level",
         kind: Kind::Level(|s, level| s.log_level = level),
         default: "WARNING",

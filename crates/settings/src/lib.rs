@@ -30,6 +30,8 @@ pub struct Settings {
     pub store: mck_store::Settings,
     /// `exec` goes through the canonical key only: no manifest from the input's raw bytes.
     pub no_direct: bool,
+    /// Direct mode hashes every input: no digest remembered in the inode cache.
+    pub no_inode_cache: bool,
     pub log_level: LogLevel,
 }
 
