@@ -1,10 +1,11 @@
 //! The MLIR-free half of the `mlir-cache-key` command line: argument types, errors and exit
-//! codes, inputs, cache settings, logging, the known compilers' argument shapes, and `exec`
-//! and `wrap` up to a direct-mode hit. The front binary (`front`) is built from it alone and
-//! so starts without MLIR; the MLIR binary (the root crate's CLI) uses the same pieces for
-//! everything else.
+//! codes, inputs, cache settings, logging, the known compilers' argument shapes, `exec` and
+//! `wrap` up to a direct-mode hit, and running the compiler past an unusable cache (`bypass`).
+//! The front binary (`front`) is built from it alone and so starts without MLIR; the MLIR
+//! binary (the root crate's CLI) uses the same pieces for everything else.
 
 pub mod address_args;
+pub mod bypass;
 pub mod compilers;
 pub mod error;
 pub mod exec;
