@@ -304,3 +304,100 @@ fn with_no_settings_two_users_each_get_a_cache_of_their_own() {
         }
     }
 }
+
+/// The number of files under `dir`, recursively.
+fn files_under(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| if p.is_dir() { files_under(&p) } else { 1 })
+        .sum()
+}
+
+#[test]
+fn a_read_only_cache_serves_hits_and_compiles_misses_without_storing() {
+    let Some(other) = other_user() else { return };
+    let site = shared_site("// compiled");
+    let cache = site.path("others-cache");
+    let hit = site.module("cpu/mlp.a.generic.mlir", "hit.mlir");
+    let miss = site.module("cpu/conv.a.generic.mlir", "miss.mlir");
+    let first = site.path("first.out");
+    let out = exec(&mut bin_as(&site, other, "h"), &site, &cache, &hit, &first);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(site.runs(), 1);
+    // As the user (root ignores modes): the whole cache made read-only.
+    let status = Command::new("chmod")
+        .args(["-R", "a-w"])
+        .arg(&cache)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let files = files_under(&cache);
+    for (round, output) in ["again.out", "direct.out"].into_iter().enumerate() {
+        let output = site.path(output);
+        let mut command = bin_as(&site, other, "h");
+        if round == 1 {
+            command.env("MLIR_CACHE_KEY_FLAGS", "--no_direct");
+        }
+        let out = exec(&mut command, &site, &cache, &hit, &output);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(!err.contains(BYPASSED), "{err}");
+        assert_eq!(site.runs(), 1, "a hit, not compiled: {err}");
+        assert_eq!(
+            std::fs::read(&output).unwrap(),
+            std::fs::read(&first).unwrap()
+        );
+    }
+    for round in 1..=2 {
+        let out = exec(
+            &mut bin_as(&site, other, "h"),
+            &site,
+            &cache,
+            &miss,
+            &site.path("miss.out"),
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(!err.contains(BYPASSED), "{err}");
+        assert_eq!(site.runs(), 1 + round, "a miss compiles, every time: {err}");
+    }
+    assert_eq!(files_under(&cache), files, "nothing written to the cache");
+    let stats = bin_as(&site, other, "h")
+        .args(["cache", "stats", "--cache-dir"])
+        .arg(&cache)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&stats.stdout);
+    assert!(stats.status.success(), "{}", stderr(&stats));
+    assert!(text.contains("(read-only)"), "{text}");
+}
+
+#[test]
+fn the_read_only_setting_stores_nothing_even_for_root() {
+    if other_user().is_none() {
+        return;
+    }
+    let site = shared_site("// compiled");
+    let cache = site.path("cache");
+    let input = site.module("cpu/mlp.a.generic.mlir", "in.mlir");
+    let out = exec(
+        &mut site.bin(),
+        &site,
+        &cache,
+        &input,
+        &site.path("made.out"),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(site.runs(), 1);
+    let files = files_under(&cache);
+    let other = site.module("cpu/conv.a.generic.mlir", "other.mlir");
+    for round in 1..=2 {
+        let mut command = site.bin();
+        command.env("MLIR_CACHE_KEY_FLAGS", "--read_only");
+        let out = exec(&mut command, &site, &cache, &other, &site.path("o.out"));
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(site.runs(), 1 + round);
+    }
+    assert_eq!(files_under(&cache), files);
+}

@@ -6,7 +6,12 @@ use std::fmt::Write as _;
 
 pub(super) fn stats_text(stats: &Stats) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "cache directory     {}", stats.cache_dir.display());
+    let _ = writeln!(
+        out,
+        "cache directory     {}{}",
+        stats.cache_dir.display(),
+        if stats.read_only { " (read-only)" } else { "" }
+    );
     let _ = writeln!(
         out,
         "entries             {} ({} failed)",

@@ -64,8 +64,10 @@ fn through_cache(args: &Args, exec: &Exec) -> Result<ExitCode, CliError> {
             Ok((record, finished))
         },
     )?;
+    // A read-only cache stores no manifest.
     if let (Some(manifest), Finished::Status { served, .. }) = (&manifest, &finished)
         && served.state().is_some()
+        && !exec.store.local().is_read_only()
     {
         crate::exec::remember_direct(&exec.store, manifest, &record);
     }

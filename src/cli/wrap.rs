@@ -93,8 +93,10 @@ fn through_cache(wrap: &mck_cli::wrap::Wrap, canon: &CanonFlags) -> Result<ExitC
         Err(e) => return Err(e),
     };
     let finished = crate::exec::run(&wrap.store, request, &record, None)?;
+    // A read-only cache stores no manifest.
     if let (Some(manifest), Finished::Status { served, .. }) = (&manifest, &finished)
         && served.state().is_some()
+        && !wrap.store.local().is_read_only()
     {
         crate::exec::remember_direct(&wrap.store, manifest, &record);
     }
