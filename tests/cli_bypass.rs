@@ -401,3 +401,87 @@ fn the_read_only_setting_stores_nothing_even_for_root() {
     }
     assert_eq!(files_under(&cache), files);
 }
+
+/// The gid of the team group `mck-team`, created if absent.
+fn team_group() -> u32 {
+    let gid = || -> Option<u32> {
+        let out = Command::new("getent")
+            .args(["group", "mck-team"])
+            .output()
+            .ok()?;
+        String::from_utf8(out.stdout)
+            .ok()?
+            .split(':')
+            .nth(2)?
+            .trim()
+            .parse()
+            .ok()
+    };
+    if gid().is_none() {
+        let status = Command::new("groupadd").arg("mck-team").status().unwrap();
+        assert!(status.success() || gid().is_some(), "groupadd failed");
+    }
+    gid().expect("the team's gid")
+}
+
+#[test]
+fn a_team_cache_is_shared_through_a_supplementary_group() {
+    let Some(other) = other_user() else { return };
+    let team = team_group();
+    let site = shared_site("// compiled");
+    let cache = site.path("team");
+    std::fs::create_dir(&cache).unwrap();
+    std::os::unix::fs::chown(&cache, None, Some(team)).unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o2770)).unwrap();
+    let input = site.module("cpu/mlp.a.generic.mlir", "in.mlir");
+    let shared = "--cache_dir_mode=0770";
+    let mut root = site.bin();
+    root.env("MLIR_CACHE_KEY_FLAGS", shared);
+    let out = exec(&mut root, &site, &cache, &input, &site.path("root.out"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(site.runs(), 1);
+    // The other user is in the team only through a supplementary group (not its egid).
+    let as_member = |groups: &str| {
+        let mut command = bin_as(&site, other, "h");
+        let args: Vec<std::ffi::OsString> = command.get_args().map(ToOwned::to_owned).collect();
+        let mut member = Command::new("setpriv");
+        member
+            .args([
+                "--reuid",
+                &other.0.to_string(),
+                "--regid",
+                &other.1.to_string(),
+            ])
+            .args(["--groups", groups, "--"])
+            .args(&args[args.iter().position(|a| a == "--").unwrap() + 1..]);
+        for (key, value) in command.get_envs() {
+            match value {
+                Some(value) => member.env(key, value),
+                None => member.env_remove(key),
+            };
+        }
+        command = member;
+        command.env("MLIR_CACHE_KEY_FLAGS", shared);
+        command
+    };
+    let out = exec(
+        &mut as_member(&team.to_string()),
+        &site,
+        &cache,
+        &input,
+        &site.path("member.out"),
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains(BYPASSED), "{err}");
+    assert_eq!(site.runs(), 1, "a team member hits the team's entry: {err}");
+    // Not in the group: refused for safety, and the compile runs past it.
+    let out = exec(
+        &mut as_member(&other.1.to_string()),
+        &site,
+        &cache,
+        &input,
+        &site.path("stranger.out"),
+    );
+    assert_compiled_past_the_cache(&site, &out, 1, "Permission denied");
+}

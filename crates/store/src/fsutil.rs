@@ -88,9 +88,16 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 /// Creates `dir` with `mode` (exactly: the umask is undone) if it is missing, then checks that it
 /// is a real directory (not a symlink) owned by us. Returns the error naming `dir`.
 pub fn ensure_private_dir(dir: &Path, mode: u32) -> Result<(), StoreError> {
+    // A directory shared with the group is set-group-ID, so what anyone creates in it belongs
+    // to the team's group, not to its creator's primary group.
+    let created_mode = if mode & 0o070 != 0 {
+        mode | 0o2000
+    } else {
+        mode
+    };
     match fs::DirBuilder::new().mode(mode).create(dir) {
         Ok(()) => {
-            fs::set_permissions(dir, fs::Permissions::from_mode(mode))
+            fs::set_permissions(dir, fs::Permissions::from_mode(created_mode))
                 .map_err(|e| StoreError::io("set permissions of", dir, e))?;
         }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
