@@ -485,3 +485,44 @@ fn a_team_cache_is_shared_through_a_supplementary_group() {
     );
     assert_compiled_past_the_cache(&site, &out, 1, "Permission denied");
 }
+
+#[test]
+fn a_corrupt_index_never_fails_the_compile() {
+    let Some(other) = other_user() else { return };
+    let site = shared_site("// compiled");
+    let cache = site.path("others-cache");
+    let first = site.module("cpu/mlp.a.generic.mlir", "first.mlir");
+    let out = exec(
+        &mut bin_as(&site, other, "h"),
+        &site,
+        &cache,
+        &first,
+        &site.path("1.out"),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let index = cache.join("v1/index.sqlite");
+    for path in std::fs::read_dir(cache.join("v1")).unwrap() {
+        let path = path.unwrap().path();
+        if path.to_string_lossy().contains("index.sqlite-") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    std::fs::write(&index, b"this is not an SQLite database").unwrap();
+    let input = site.module("cpu/conv.a.generic.mlir", "in.mlir");
+    let output = site.path("out.mlir");
+    // The compiler's failure comes through as it is: status and stderr.
+    let mut failing = bin_as(&site, other, "h");
+    failing.env("FAIL", "1");
+    let out = exec(&mut failing, &site, &cache, &input, &output);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("error: cannot compile"));
+    let before = site.runs();
+    let mut retry = bin_as(&site, other, "h");
+    retry.env("MLIR_CACHE_KEY_FLAGS", "--retry_failed_compilation");
+    let out = exec(&mut retry, &site, &cache, &input, &output);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(site.runs(), before + 1);
+    let mut want = std::fs::read(&input).unwrap();
+    want.extend_from_slice(b"// compiled\n");
+    assert_eq!(std::fs::read(&output).unwrap(), want);
+}
