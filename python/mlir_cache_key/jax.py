@@ -25,6 +25,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 
 from . import _jax_internals as J
@@ -226,11 +227,18 @@ class _StoreCache(J.CacheInterface):
         self._path = state.path
 
     def get(self, key):
-        return self._state.cache.get(key)
+        try:
+            return self._state.cache.get(key)
+        except OSError as ex:  # a cache that breaks mid-run reads as a miss
+            _log.warning("mlir-cache-key: cannot read the cache (%s); compiling", ex)
+            return None
 
     def put(self, key, value):
         computed = self._state.recalled(key)
-        self._state.cache.put(key, value, computed.record if computed else None)
+        try:
+            self._state.cache.put(key, value, computed.record if computed else None)
+        except OSError as ex:  # the compile succeeded; only the storing failed
+            _log.warning("mlir-cache-key: cannot store %s (%s)", key, ex)
 
 
 def _get_cache_key(module, devices, compile_options, backend, callbacks=J.NO_CALLBACKS_IGNORED):
@@ -338,6 +346,13 @@ def _compile_and_write_cache(backend, computation, executable_devices, compile_o
     start = time.monotonic()
     try:
         value = state.cache.compile_once(cache_key, compile_fn, computed.record)
+    except OSError as ex:  # a cache that breaks mid-run never fails a compile
+        if compiled:
+            _log.warning("mlir-cache-key: cannot store %s (%s)", cache_key, ex)
+            return compiled[0]
+        _log.warning("mlir-cache-key: the cache is unusable (%s); compiling without it", ex)
+        return J.backend_compile_and_load(
+            backend, computation, executable_devices, compile_options, host_callbacks)
     finally:
         state.forget(cache_key)
     if compiled:
@@ -409,8 +424,13 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
         jax_dir = J.setting("compilation_cache_dir")
         if size is None and J.setting("compilation_cache_max_size") > 0:
             size = J.setting("compilation_cache_max_size")
-        cache = native.Cache(cache_dir or jax_dir, size=size, ttl_days=ttl_days,
-                             remote=remote, remote_read_only=remote_read_only)
+        try:
+            cache = native.Cache(cache_dir or jax_dir, size=size, ttl_days=ttl_days,
+                                 remote=remote, remote_read_only=remote_read_only)
+        except OSError as ex:  # an unusable directory: JAX compiles as if we were not there
+            warnings.warn(f"mlir-cache-key: not installed, the cache is unusable: {ex}",
+                          RuntimeWarning, stacklevel=2)
+            return
         state = _Installed(cache, cache.path, mode, explain, set_dir=not jax_dir)
         try:
             if state.set_dir:

@@ -39,6 +39,15 @@ fn value_error(e: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(e.to_string())
 }
 
+/// A bad setting is a `ValueError`; a configuration file or cache directory that cannot be
+/// read is an `OSError`, as an unusable store is (so `install()` can step aside).
+fn settings_error(e: mck_settings::SettingsError) -> PyErr {
+    match e.kind {
+        mck_settings::ErrorKind::Invalid => value_error(e),
+        mck_settings::ErrorKind::Unreadable => PyOSError::new_err(e.to_string()),
+    }
+}
+
 fn store_error(e: StoreError) -> PyErr {
     match e {
         StoreError::InvalidKey { .. } => value_error(e),
@@ -279,7 +288,9 @@ impl Cache {
         if let Some(on) = remote_read_only {
             set_setting(&mut overrides, "remote_read_only", &on.to_string())?;
         }
-        let settings = Settings::from_env_and(&overrides).map_err(value_error)?.store;
+        let settings = Settings::from_env_and(&overrides)
+            .map_err(settings_error)?
+            .store;
         let lock_timeout = Duration::try_from_secs_f64(lock_timeout).map_err(value_error)?;
         // Opened with the run records' pins: a put may evict, and must spare what they reference.
         let tiered = py

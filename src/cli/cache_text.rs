@@ -6,7 +6,14 @@ use std::fmt::Write as _;
 
 pub(super) fn stats_text(stats: &Stats) -> String {
     let mut rows = vec![
-        ("cache directory", stats.cache_dir.display().to_string()),
+        (
+            "cache directory",
+            format!(
+                "{}{}",
+                stats.cache_dir.display(),
+                if stats.read_only { " (read-only)" } else { "" }
+            ),
+        ),
         (
             "entries",
             format!("{} ({} failed)", stats.entries, stats.failed_entries),

@@ -8,6 +8,7 @@ use super::input;
 use super::module::with_computation_of;
 use crate::exec::Finished;
 use crate::key::Computation;
+use mck_cli::bypass::{reason, run_bypassed, tolerated};
 use mck_cli::exec::{Exec, Opened, finished_code};
 use std::process::ExitCode;
 
@@ -19,6 +20,14 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
         Opened::Uncached(code) => return Ok(code),
         Opened::Cache(exec) => exec,
     };
+    // A cache that fails while in use is bypassed too (see `mck_cli::bypass`).
+    match through_cache(&args, &exec) {
+        Err(e) if tolerated(&e) => run_bypassed(&args.command, &reason(&e)),
+        result => result,
+    }
+}
+
+fn through_cache(args: &Args, exec: &Exec) -> Result<ExitCode, CliError> {
     let mut read_once = None;
     if exec.direct
         && !mck_cli::handover::direct_already_missed()
@@ -55,8 +64,10 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
             Ok((record, finished))
         },
     )?;
+    // A read-only cache stores no manifest.
     if let (Some(manifest), Finished::Status { served, .. }) = (&manifest, &finished)
         && served.state().is_some()
+        && !exec.store.local().is_read_only()
     {
         crate::exec::remember_direct(&exec.store, manifest, &record);
     }

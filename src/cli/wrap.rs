@@ -2,7 +2,7 @@
 //! symlink named after a known compiler: find the input and output in the arguments (the table
 //! in `mck_cli::compilers`), then do exactly what `exec` does, direct mode included. An argument
 //! shape the table cannot read, or an input that cannot be keyed, runs the compiler uncached,
-//! with one info line saying why.
+//! with one info line saying why; a cache that cannot be used, with one warning.
 
 use super::canon::CanonFlags;
 use super::error::{CliError, Failure};
@@ -10,6 +10,7 @@ use super::input;
 use super::module::with_computation_of;
 use super::settings::CacheOptions;
 use crate::exec::Finished;
+use mck_cli::bypass::{reason, run_bypassed, tolerated};
 use mck_cli::exec::finished_code;
 use mck_cli::wrap::{Prepared, masquerade_command, masquerade_flags, prepare, uncached};
 use std::process::ExitCode;
@@ -46,8 +47,17 @@ fn wrap(
     super::limits::apply(&super::limits::InputLimits::default())?;
     let wrap = match prepare(command, cache, env)? {
         Prepared::Uncached { command, name, why } => return uncached(&command, &name, &why),
+        Prepared::Bypassed { command, reason } => return run_bypassed(&command, &reason),
         Prepared::Cache(wrap) => wrap,
     };
+    // A cache that fails while in use is bypassed too (the compiler found, not this binary).
+    match through_cache(&wrap, canon) {
+        Err(e) if tolerated(&e) => run_bypassed(&wrap.request.command, &reason(&e)),
+        result => result,
+    }
+}
+
+fn through_cache(wrap: &mck_cli::wrap::Wrap, canon: &CanonFlags) -> Result<ExitCode, CliError> {
     if wrap.direct
         && !mck_cli::handover::direct_already_missed()
         && let Some(code) = wrap.direct_hit(canon)?
@@ -83,8 +93,10 @@ fn wrap(
         Err(e) => return Err(e),
     };
     let finished = crate::exec::run(&wrap.store, request, &record, None)?;
+    // A read-only cache stores no manifest.
     if let (Some(manifest), Finished::Status { served, .. }) = (&manifest, &finished)
         && served.state().is_some()
+        && !wrap.store.local().is_read_only()
     {
         crate::exec::remember_direct(&wrap.store, manifest, &record);
     }

@@ -145,9 +145,17 @@ impl From<mck_store::StoreError> for CliError {
     }
 }
 
+/// A bad setting is a usage error; a configuration file or cache directory that cannot be
+/// read (permissions, no home directory) is the cache's.
 impl From<mck_settings::SettingsError> for CliError {
     fn from(e: mck_settings::SettingsError) -> Self {
-        CliError::usage(e)
+        match e.kind {
+            mck_settings::ErrorKind::Invalid => CliError::usage(e),
+            mck_settings::ErrorKind::Unreadable => CliError {
+                kind: Failure::Cache,
+                error: e.into(),
+            },
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! from [`Exec::open`] too.
 
 use crate::address_args::AddressArgs;
+use crate::bypass::CacheOpen;
 use crate::error::{CliError, Failure};
 use crate::flags::{CanonFlags, InputLimits};
 use crate::inode_cache::InodeCache;
@@ -103,9 +104,9 @@ pub enum Opened<'a> {
 }
 
 impl<'a> Exec<'a> {
-    /// Reads the cache settings and opens the cache; with caching off, runs the compiler.
+    /// Reads the cache settings and opens the cache; with caching off, or a cache that cannot
+    /// be used (see [`crate::bypass`]), runs the compiler.
     pub fn open(args: &'a Args) -> Result<Opened<'a>, CliError> {
-        let settings = args.cache.resolved()?.settings;
         let request = ExecRequest {
             command: args.command.clone(),
             input: args.input.clone(),
@@ -118,11 +119,18 @@ impl<'a> Exec<'a> {
             ignore_args: args.ignore_args.clone(),
             compiler_check: args.compiler_check.clone(),
         };
-        let Some(store) = mck_runs::open_tiered(&settings.store)? else {
-            tracing::info!("caching is off (--no_cache): running the compiler");
-            return Ok(Opened::Uncached(exit_code(mck_exec::run_uncached(
-                &request,
-            )?)));
+        let (settings, store) = match crate::bypass::open(&args.cache)? {
+            CacheOpen::Open(open) => *open,
+            CacheOpen::Off => {
+                tracing::info!("caching is off (--no_cache): running the compiler");
+                return Ok(Opened::Uncached(exit_code(mck_exec::run_uncached(
+                    &request,
+                )?)));
+            }
+            CacheOpen::Bypassed(reason) => {
+                let code = crate::bypass::run_bypassed(&request.command, &reason)?;
+                return Ok(Opened::Uncached(code));
+            }
         };
         let digest_cache = store.local().layout().compilers_dir();
         let inode_cache = InodeCache::unless_off(&store, &settings);

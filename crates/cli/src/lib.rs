@@ -1,10 +1,12 @@
 //! The MLIR-free half of the `mlir-cache-key` command line: argument types, errors and exit
-//! codes, inputs, cache settings, logging, the known compilers' argument shapes, and `exec`
-//! and `wrap` up to a direct-mode hit, and the hand-over between the two binaries
-//! (`handover`). The front binary (`front`) is built from it alone and so starts without MLIR;
-//! the MLIR binary (the root crate's CLI) uses the same pieces for everything else.
+//! codes, inputs, cache settings, logging, the known compilers' argument shapes, `exec` and
+//! `wrap` up to a direct-mode hit, running the compiler past an unusable cache (`bypass`), and
+//! the hand-over between the two binaries (`handover`). The front binary (`front`) is built
+//! from it alone and so starts without MLIR; the MLIR binary (the root crate's CLI) uses the
+//! same pieces for everything else.
 
 pub mod address_args;
+pub mod bypass;
 pub mod compilers;
 pub mod error;
 pub mod exec;

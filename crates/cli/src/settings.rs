@@ -103,7 +103,7 @@ impl CacheOptions {
 
     /// Every setting (the store's and the commands' own), with the source of each.
     pub fn resolved(&self) -> Result<Resolved, CliError> {
-        Settings::resolve_env(&self.overrides()?).map_err(CliError::usage)
+        Ok(Settings::resolve_env(&self.overrides()?)?)
     }
 
     /// These options as the top layer of the settings.

@@ -3,6 +3,7 @@
 //! The front binary serves such a hit itself, also when it is invoked through a symlink named
 //! after a known compiler; the MLIR binary keys the module otherwise.
 
+use crate::bypass::CacheOpen;
 use crate::compilers;
 use crate::error::CliError;
 use crate::exec::{finished_code, manifest_key};
@@ -15,7 +16,6 @@ use mck_exec::ExecRequest;
 use mck_store::{CacheKey, Tiered};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -77,6 +77,11 @@ pub enum Prepared {
         name: String,
         why: String,
     },
+    /// The cache cannot be used: the compiler is to run without it, with one warning why.
+    Bypassed {
+        command: Vec<OsString>,
+        reason: String,
+    },
     Cache(Box<Wrap>),
 }
 
@@ -108,9 +113,10 @@ pub fn prepare(
         Ok(files) => files,
         Err(why) => return Ok(uncached(command, &why)),
     };
-    let settings = cache.resolved()?.settings;
-    let Some(store) = mck_runs::open_tiered(&settings.store)? else {
-        return Ok(uncached(command, "caching is off (--no_cache)"));
+    let (settings, store) = match crate::bypass::open(cache)? {
+        CacheOpen::Open(open) => *open,
+        CacheOpen::Off => return Ok(uncached(command, "caching is off (--no_cache)")),
+        CacheOpen::Bypassed(reason) => return Ok(Prepared::Bypassed { command, reason }),
     };
     let request = ExecRequest {
         command,
@@ -166,17 +172,8 @@ impl Wrap {
 /// Runs the compiler as it is, stdin, stdout and stderr its own.
 pub fn uncached(command: &[OsString], name: &str, why: &str) -> Result<ExitCode, CliError> {
     tracing::info!("running {name} uncached: {why}");
-    let status = std::process::Command::new(&command[0])
-        .args(&command[1..])
-        .status()
-        .map_err(|e| {
-            CliError::input(anyhow!("cannot run {}: {e}", command[0].to_string_lossy()))
-        })?;
-    Ok(match (status.code(), status.signal()) {
-        (Some(code), _) => crate::exec::exit_code(code),
-        (None, Some(signal)) => crate::exec::exit_code(128 + signal),
-        (None, None) => ExitCode::FAILURE,
-    })
+    crate::bypass::run_plain(command)
+        .map_err(|e| CliError::input(anyhow!("cannot run {}: {e}", command[0].to_string_lossy())))
 }
 
 /// The compiler to run: a path as given, or the first executable of that name on PATH that is

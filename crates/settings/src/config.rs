@@ -16,7 +16,7 @@ use mck_store::StoreError;
 
 use super::defs::{Setting, find};
 use super::layer::{Assignment, Layer};
-use super::{SETTINGS, SettingsError};
+use super::{ErrorKind, SETTINGS, SettingsError};
 
 /// The configuration file's name, in the cache directory.
 pub const CONFIG_FILE: &str = "mlir-cache-key.conf";
@@ -37,6 +37,7 @@ fn config_error(path: &Path, line: usize, text: &str, message: String) -> Settin
         source_name: format!("{}:{line}", path.display()),
         flag: text.trim().to_owned(),
         message,
+        kind: ErrorKind::Invalid,
     }
 }
 
@@ -45,34 +46,41 @@ pub fn read_config(path: &Path) -> Result<Layer, SettingsError> {
     let text = match read_bounded(path) {
         Ok(Some(text)) => text,
         Ok(None) => return Ok(Layer::default()),
-        Err(message) => {
+        Err((kind, message)) => {
             return Err(SettingsError {
                 source_name: path.display().to_string(),
                 flag: CONFIG_FILE.to_owned(),
                 message,
+                kind,
             });
         }
     };
     parse_config(path, &text)
 }
 
-fn read_bounded(path: &Path) -> Result<Option<String>, String> {
+/// The file's text (`None`: absent); an error says whether the file could not be read
+/// (permissions: the cache's problem) or holds no valid text (the user's).
+fn read_bounded(path: &Path) -> Result<Option<String>, (ErrorKind, String)> {
     use std::io::Read as _;
+    let unreadable = |e: std::io::Error| (ErrorKind::Unreadable, format!("cannot read it: {e}"));
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read it: {e}")),
+        Err(e) => return Err(unreadable(e)),
     };
     let mut bytes = Vec::new();
     file.take(MAX_CONFIG_LEN + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read it: {e}"))?;
+        .map_err(unreadable)?;
     if bytes.len() as u64 > MAX_CONFIG_LEN {
-        return Err(format!("larger than {MAX_CONFIG_LEN} bytes"));
+        return Err((
+            ErrorKind::Invalid,
+            format!("larger than {MAX_CONFIG_LEN} bytes"),
+        ));
     }
     String::from_utf8(bytes)
         .map(Some)
-        .map_err(|_| "not valid UTF-8".to_owned())
+        .map_err(|_| (ErrorKind::Invalid, "not valid UTF-8".to_owned()))
 }
 
 /// Parses the text of a configuration file; `path` names it in errors.
@@ -151,6 +159,7 @@ pub fn set_config(
         source_name: "config".to_owned(),
         flag: name.to_owned(),
         message,
+        kind: ErrorKind::Invalid,
     };
     let setting = file_setting(name).map_err(settings_err)?;
     if let Some(v) = value {
@@ -161,7 +170,7 @@ pub fn set_config(
         file_assignment(name, v).map_err(settings_err)?;
     }
     let old = read_bounded(&path)
-        .map_err(|m| settings_err(format!("{}: {m}", path.display())))?
+        .map_err(|(_, m)| settings_err(format!("{}: {m}", path.display())))?
         .unwrap_or_default();
     let mut lines: Vec<String> = Vec::new();
     let mut done = false;

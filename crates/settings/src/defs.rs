@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use mck_store::remote::{RemoteUrl, Secret};
 
-use super::values::{parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days};
-use super::{LogLevel, Settings};
+use super::values::{
+    parse_cache_errors, parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days,
+};
+use super::{CacheErrors, LogLevel, Settings};
 
 /// What a parsed value does to the settings it is applied to.
 pub type Setter = Arc<dyn Fn(&mut Settings) + Send + Sync>;
@@ -52,6 +54,8 @@ pub enum Kind {
     },
     /// A log level ([`parse_log_level`]).
     Level(fn(&mut Settings, LogLevel)),
+    /// `warn` or `fail` ([`parse_cache_errors`]).
+    CacheErrors(fn(&mut Settings, CacheErrors)),
     /// An octal directory mode ([`parse_dir_mode`]).
     Mode(fn(&mut Settings, u32)),
     /// A remote tier's URL; it may hold a password, so errors show it redacted.
@@ -70,6 +74,7 @@ impl Kind {
             Kind::Days(_) => "DAYS",
             Kind::Seconds { .. } => "SECONDS",
             Kind::Level(_) => "LEVEL",
+            Kind::CacheErrors(_) => "warn|fail",
             Kind::Mode(_) => "OCTAL",
             Kind::Remote(_) => "URL",
             Kind::SecretFile(_) => "FILE",
@@ -94,6 +99,7 @@ impl Kind {
             Kind::Days(set) => with(set, parse_ttl_days(text)?),
             Kind::Seconds { zero_ok, set } => with(set, parse_seconds(text, zero_ok)?),
             Kind::Level(set) => with(set, parse_log_level(text)?),
+            Kind::CacheErrors(set) => with(set, parse_cache_errors(text)?),
             Kind::Mode(set) => with(set, parse_dir_mode(text)?),
             Kind::Remote(set) => with(
                 set,
@@ -171,8 +177,8 @@ pub static SETTINGS: &[Setting] = &[
     Setting {
         name: "cache_dir",
         kind: Kind::Dir(|s, dir| s.store.cache_dir = dir),
-        default: mck_store::DEFAULT_CACHE_DIR,
-        doc: "The cache directory (not in the configuration file, which lives in it).",
+        default: "$XDG_CACHE_HOME/mlir-cache-key",
+        doc: "The cache directory (not in the configuration file, which lives in it); by default the user's own: $XDG_CACHE_HOME/mlir-cache-key when XDG_CACHE_HOME is an absolute path, else ~/.cache/mlir-cache-key.",
         show: |s| Some(s.store.cache_dir.display().to_string()),
         in_config_file: false,
         command_line: CommandLine::Option,
@@ -239,6 +245,24 @@ pub static SETTINGS: &[Setting] = &[
         show: |s| Some(s.log_level.name().to_owned()),
         in_config_file: true,
         command_line: CommandLine::Absent,
+    },
+    Setting {
+        name: "cache_errors",
+        kind: Kind::CacheErrors(|s, what| s.cache_errors = what),
+        default: "warn",
+        doc: "When the cache cannot be opened or used, `exec`, `wrap` and the compiler symlinks warn once and run the compiler as if the cache were not there (warn), or fail with exit 74 without compiling (fail).",
+        show: |s| Some(s.cache_errors.name().to_owned()),
+        in_config_file: true,
+        command_line: CommandLine::Option,
+    },
+    Setting {
+        name: "read_only",
+        kind: Kind::Switch(|s, on| s.store.read_only = on),
+        default: "false",
+        doc: "Use the cache read-only: serve hits, compile misses without storing them, record no use (also chosen by itself when the cache directory is not writable).",
+        show: |s| Some(s.store.read_only.to_string()),
+        in_config_file: true,
+        command_line: CommandLine::Option,
     },
     Setting {
         name: "cache_dir_mode",

@@ -12,7 +12,7 @@
 use std::fmt;
 
 use super::defs::{Setter, Setting, find};
-use super::{SETTINGS, Settings, SettingsError};
+use super::{ErrorKind, SETTINGS, Settings, SettingsError};
 
 /// One setting given a value by one source.
 #[derive(Clone)]
@@ -54,6 +54,7 @@ impl Layer {
             source_name: source_name.to_owned(),
             flag: flag.to_owned(),
             message,
+            kind: ErrorKind::Invalid,
         };
         let mut layer = Layer::default();
         let mut words = split_words(text)
@@ -102,6 +103,7 @@ impl Layer {
             source_name: source_name.to_owned(),
             flag,
             message,
+            kind: ErrorKind::Invalid,
         };
         let setting = find(name).ok_or_else(|| error(name.to_owned(), "unknown setting".into()))?;
         let shown = format!("--{}={}", setting.name, setting.shown_value(text));

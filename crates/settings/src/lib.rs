@@ -9,6 +9,7 @@ mod defs;
 mod docs;
 mod layer;
 mod resolve;
+mod user_dir;
 mod values;
 
 use serde::Serialize;
@@ -18,7 +19,10 @@ pub use defs::{CommandLine, Kind, SETTINGS, Setter, Setting, find};
 pub use docs::{man_section, markdown_table};
 pub use layer::{Assignment, Layer};
 pub use resolve::{Resolved, Source};
-pub use values::{parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days};
+pub use user_dir::{CACHE_DIR_NAME, user_cache_dir};
+pub use values::{
+    parse_cache_errors, parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days,
+};
 
 /// The environment variable the settings are read from.
 pub const FLAGS_VAR: &str = "MLIR_CACHE_KEY_FLAGS";
@@ -33,6 +37,29 @@ pub struct Settings {
     /// Direct mode hashes every input: no digest remembered in the inode cache.
     pub no_inode_cache: bool,
     pub log_level: LogLevel,
+    /// What `exec`, `wrap` and the compiler symlinks do when the cache cannot be used.
+    pub cache_errors: CacheErrors,
+}
+
+/// What a compile wrapper does when the cache cannot be opened or used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheErrors {
+    /// Warn once and run the compiler as if the wrapper were not there.
+    #[default]
+    Warn,
+    /// Fail with the cache's exit code (74), the compiler not run: for CI that must notice.
+    Fail,
+}
+
+impl CacheErrors {
+    /// The value's name as the configuration file writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheErrors::Warn => "warn",
+            CacheErrors::Fail => "fail",
+        }
+    }
 }
 
 /// The log level named by `log_level`.
@@ -77,4 +104,15 @@ pub struct SettingsError {
     pub source_name: String,
     pub flag: String,
     pub message: String,
+    pub kind: ErrorKind,
+}
+
+/// Whose fault a [`SettingsError`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A bad name or value: a usage error.
+    Invalid,
+    /// The configuration file or the cache directory cannot be read or found (permissions, no
+    /// home directory): the cache is unusable, the request is fine.
+    Unreadable,
 }

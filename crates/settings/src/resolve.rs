@@ -9,7 +9,8 @@ use serde::Serialize;
 
 use super::config::{CONFIG_FILE, read_config};
 use super::layer::Layer;
-use super::{FLAGS_VAR, SETTINGS, Settings, SettingsError};
+use super::user_dir;
+use super::{ErrorKind, FLAGS_VAR, SETTINGS, Settings, SettingsError};
 
 /// Where a setting's value came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -59,13 +60,15 @@ impl Settings {
                 source_name: FLAGS_VAR.to_owned(),
                 flag: FLAGS_VAR.to_owned(),
                 message: "the variable is not valid UTF-8".to_owned(),
+                kind: ErrorKind::Invalid,
             }),
         }
     }
 
     /// Defaults, then the variable's value given explicitly (`None`: unset), then `overrides`;
-    /// no configuration file (so it can be tested without touching the process environment or
-    /// the file system).
+    /// no configuration file and no per-user directory (so it can be tested without touching the
+    /// process environment or the file system): an unset `cache_dir` stays the store's own
+    /// default.
     pub fn from_flags_and(
         env_value: Option<&str>,
         overrides: &Layer,
@@ -79,19 +82,34 @@ impl Settings {
     }
 
     /// Defaults, then the configuration file of the cache directory (chosen by the variable and
-    /// `cli`), then the variable `env_value`, then `cli`; with the source of every setting.
+    /// `cli`, else the user's own: [`user_cache_dir`](super::user_cache_dir) of `XDG_CACHE_HOME`
+    /// and `HOME`), then the variable `env_value`, then `cli`; with the source of every setting.
     pub fn resolve(env_value: Option<&str>, cli: &Layer) -> Result<Resolved, SettingsError> {
         let env = match env_value {
             Some(text) => Layer::parse_flags(FLAGS_VAR, text)?,
             None => Layer::default(),
         };
-        // The file cannot set the directory it lives in: the layers above choose it.
-        let mut above_file = Settings::default();
+        // The file cannot set the directory it lives in: the layers above choose it, else the
+        // user's own cache directory is the default.
+        let mut base = Settings::default();
+        if !env
+            .names()
+            .chain(cli.names())
+            .any(|name| name == "cache_dir")
+        {
+            base.store.cache_dir = user_dir::from_env().map_err(|message| SettingsError {
+                source_name: "cache_dir".to_owned(),
+                flag: "default".to_owned(),
+                message,
+                kind: ErrorKind::Unreadable,
+            })?;
+        }
+        let mut above_file = base.clone();
         env.apply_to(&mut above_file);
         cli.apply_to(&mut above_file);
         let config_file = above_file.store.cache_dir.join(CONFIG_FILE);
         let file = read_config(&config_file)?;
-        let mut settings = Settings::default();
+        let mut settings = base;
         let mut sources: BTreeMap<&'static str, Source> =
             SETTINGS.iter().map(|s| (s.name, Source::Default)).collect();
         for (layer, source) in [

@@ -1,5 +1,6 @@
 //! The parsers of settings' values: sizes as ccache writes them, days, seconds, octal modes,
-//! log levels. Each returns a message that says what was expected and echoes what it got.
+//! log levels, what to do on cache errors. Each returns a message that says what was expected
+//! and echoes what it got.
 //!
 //! SIZE is a byte count with an optional unit: `k`, `M`, `G`, `T` are decimal (×1000ⁿ), `Ki`,
 //! `Mi`, `Gi`, `Ti` binary (×1024ⁿ); a trailing `B` and the letter case are ignored, a decimal
@@ -7,7 +8,7 @@
 
 use std::time::Duration;
 
-use super::LogLevel;
+use super::{CacheErrors, LogLevel};
 
 const SECONDS_PER_DAY: f64 = 86_400.0;
 const MAX_TTL_DAYS: f64 = 36_500.0;
@@ -112,6 +113,15 @@ pub fn parse_log_level(text: &str) -> Result<LogLevel, String> {
         _ => Err(format!(
             "expected ERROR, WARNING, INFO or DEBUG, got {text:?}"
         )),
+    }
+}
+
+/// Parses `warn` or `fail`, in any case.
+pub fn parse_cache_errors(text: &str) -> Result<CacheErrors, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "warn" => Ok(CacheErrors::Warn),
+        "fail" => Ok(CacheErrors::Fail),
+        _ => Err(format!("expected warn or fail, got {text:?}")),
     }
 }
 

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mck_settings::{
-    Assignment, CONFIG_FILE, Layer, LogLevel, SETTINGS, Settings, SettingsError, Source, find,
-    parse_config, set_config,
+    Assignment, CONFIG_FILE, CacheErrors, ErrorKind, Layer, LogLevel, SETTINGS, Settings,
+    SettingsError, Source, find, parse_config, set_config,
 };
 
 fn env(text: &str) -> Result<Settings, SettingsError> {
@@ -205,6 +205,10 @@ fn the_documented_defaults_are_the_defaults() {
             assert_eq!(shown, None, "{}", s.name);
             continue;
         }
+        if s.name == "cache_dir" {
+            // The user's own directory, from the environment: tested with `user_cache_dir`.
+            continue;
+        }
         let mut layer = Layer::default();
         layer.set("table", s.name, s.default).unwrap();
         let mut parsed = Settings::default();
@@ -327,4 +331,33 @@ fn set_and_unset_keep_other_lines() {
     assert!(set_config(dir.path(), "nope", Some("1"), 0o700).is_err());
     assert!(set_config(dir.path(), "nope", None, 0o700).is_err());
     assert_eq!(read(&path), "cache_ttl = 1\n");
+}
+
+#[test]
+fn cache_errors_and_read_only() {
+    let d = Settings::from_flags_and(None, &Layer::default()).unwrap();
+    assert_eq!(d.cache_errors, CacheErrors::Warn);
+    assert!(!d.store.read_only);
+    let s = env("--cache-errors=FAIL --read_only").unwrap();
+    assert_eq!(s.cache_errors, CacheErrors::Fail);
+    assert!(s.store.read_only);
+    let e = env("--cache_errors=maybe").unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Invalid);
+    assert!(e.to_string().contains("expected warn or fail"), "{e}");
+}
+
+#[test]
+fn an_unreadable_file_is_the_caches_fault_a_bad_line_the_users() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cli = Layer::default();
+    cli.set("command line", "cache_dir", dir.path().to_str().unwrap())
+        .unwrap();
+    // A directory where the file should be cannot be read, even by root.
+    std::fs::create_dir(dir.path().join(CONFIG_FILE)).unwrap();
+    let e = Settings::resolve(None, &cli).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Unreadable, "{e}");
+    std::fs::remove_dir(dir.path().join(CONFIG_FILE)).unwrap();
+    std::fs::write(dir.path().join(CONFIG_FILE), "frob = 1\n").unwrap();
+    let e = Settings::resolve(None, &cli).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Invalid, "{e}");
 }

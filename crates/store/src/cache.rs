@@ -106,6 +106,9 @@ impl Store {
     /// Opens with an injected clock (tests move time instead of sleeping).
     pub fn open_with_clock(settings: &Settings, clock: Arc<dyn Clock>) -> Result<Store> {
         let layout = Layout::new(&settings.cache_dir);
+        if settings.read_only || fsutil::is_read_only(&layout) {
+            return Store::open_read_only(settings, layout, clock);
+        }
         layout.ensure(settings.dir_mode)?;
         // What killed writers left (by the real clock: temporary files carry real mtimes).
         atomic::sweep_stale(layout.tmp_dir(), "", std::time::SystemTime::now());
@@ -131,6 +134,38 @@ impl Store {
 
     pub(super) fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
+    }
+
+    /// A read-only cache (the `read_only` setting, or a directory we cannot write): nothing is
+    /// created, swept, stored, evicted or recorded; hits are served from the entry files.
+    fn open_read_only(settings: &Settings, layout: Layout, clock: Arc<dyn Clock>) -> Result<Store> {
+        fsutil::check_dir(layout.root(), settings.dir_mode)?;
+        let index = Index::open_read_only(layout.index_path(), &layout.counter_files()).map_err(
+            |source| StoreError::Index {
+                op: "open read-only",
+                path: layout.index_path().to_owned(),
+                source,
+            },
+        )?;
+        info!(
+            "the cache {} is read-only: serving hits, storing nothing",
+            layout.root().display()
+        );
+        Ok(Store {
+            settings: Settings {
+                read_only: true,
+                ..settings.clone()
+            },
+            layout,
+            clock,
+            index: Mutex::new(index),
+            pins: None,
+        })
+    }
+
+    /// True when the cache is used read-only (see [`Settings::read_only`]).
+    pub fn is_read_only(&self) -> bool {
+        self.settings.read_only
     }
 
     pub fn settings(&self) -> &Settings {
@@ -273,6 +308,7 @@ impl Store {
         failure: &Failure,
         ingredients: &Value,
     ) -> Result<PutOutcome> {
+        self.refuse_if_read_only()?;
         if let Some(meta) = self.read_metadata(key.digest())?
             && meta.state == EntryState::Ok
             && meta.key == key.to_string()
@@ -350,6 +386,7 @@ impl Store {
         artefact_size: u64,
         parts: &[&[u8]],
     ) -> Result<PutOutcome> {
+        self.refuse_if_read_only()?;
         let digest = key.digest();
         let now = self.now();
         fsutil::ensure_private_dir(&self.layout.entry_shard_dir(digest), self.settings.dir_mode)?;
@@ -375,6 +412,7 @@ impl Store {
         tmp: tempfile::NamedTempFile,
         now: UnixMillis,
     ) -> Result<PutOutcome> {
+        self.refuse_if_read_only()?;
         let digest = key.digest();
         fsutil::ensure_private_dir(&self.layout.entry_shard_dir(digest), self.settings.dir_mode)?;
         let path = self.layout.entry_path(digest);
@@ -434,6 +472,18 @@ impl Store {
         Ok(PutOutcome::Stored { path, size })
     }
 
+    /// An error for a write to a read-only cache.
+    pub(super) fn refuse_if_read_only(&self) -> Result<()> {
+        if !self.settings.read_only {
+            return Ok(());
+        }
+        Err(StoreError::io(
+            "store in",
+            self.layout.root(),
+            io::Error::new(io::ErrorKind::ReadOnlyFilesystem, "the cache is read-only"),
+        ))
+    }
+
     pub(super) fn lock_index(&self) -> MutexGuard<'_, Index> {
         self.index.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -471,6 +521,10 @@ impl Store {
         op: &'static str,
         f: impl FnMut(&mut Index) -> rusqlite::Result<()>,
     ) {
+        // A read-only cache records nothing (its index may be immutable).
+        if self.settings.read_only {
+            return;
+        }
         if let Err(e) = self.with_index(op, f) {
             warn!("{e}");
         }

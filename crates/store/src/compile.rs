@@ -83,6 +83,12 @@ impl Tiered {
         lock_timeout: Duration,
         compile: impl FnOnce() -> Result<Compiled, E>,
     ) -> Result<Served, E> {
+        if self.local().is_read_only() {
+            // No lock to take and nowhere to store: compile, and serve what it made.
+            let compiled = compile()?;
+            info!("the cache is read-only: the result of {key} is not stored");
+            return Ok(Served::Fresh(compiled));
+        }
         let claim = match self.claim(key, lock_timeout)? {
             Claim::Found(found) => match cached(found) {
                 Some(found) => return Ok(found),

@@ -64,6 +64,28 @@ pub fn attach(conn: &mut Connection, files: &CounterFiles, file_mode: u32) -> ru
     }
 }
 
+/// Attaches the counters of a read-only cache without writing: the file in SQLite's
+/// `immutable` mode when it can be read, else an empty in-memory copy (what a read-only cache
+/// counts is dropped with it).
+pub fn attach_read_only(conn: &Connection, files: &CounterFiles) -> rusqlite::Result<()> {
+    let on_disk = files.db.to_str().map(|path| {
+        let uri = format!(
+            "file:{}?immutable=1",
+            path.replace('%', "%25")
+                .replace('?', "%3f")
+                .replace('#', "%23")
+        );
+        conn.execute("ATTACH DATABASE ?1 AS events", [uri])
+            .and_then(|_| conn.query_row("SELECT count(*) FROM events.counters", [], |_| Ok(())))
+    });
+    if !matches!(on_disk, Some(Ok(()))) {
+        let _ = conn.execute("DETACH DATABASE events", []);
+        conn.execute("ATTACH DATABASE ':memory:' AS events", [])?;
+        conn.execute_batch(SCHEMA)?;
+    }
+    Ok(())
+}
+
 fn attach_once(conn: &mut Connection, files: &CounterFiles) -> rusqlite::Result<()> {
     let path = files
         .db

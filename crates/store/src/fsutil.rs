@@ -1,6 +1,7 @@
 //! Small filesystem helpers with the store's safety rules built in: open without following
 //! symlinks (and without blocking on a planted FIFO), accept only regular files, compare inodes,
-//! fsync directories, and check who owns a directory. No `unsafe`: `rustix` wraps the syscalls.
+//! fsync directories, and check who owns a directory (or shares it with us through a group).
+//! No `unsafe`: `rustix` wraps the syscalls.
 
 use std::fs::{self, File, Metadata};
 use std::io;
@@ -19,6 +20,29 @@ pub fn euid() -> u32 {
 /// The effective group id of this process.
 pub fn egid() -> u32 {
     rustix::process::getegid().as_raw()
+}
+
+/// True when a directory of another user is a team cache we share: its group is one of ours
+/// (the effective group or a supplementary one) and its mode grants that group write.
+fn shared_with_us(meta: &Metadata) -> bool {
+    let ours = meta.gid() == egid()
+        || rustix::process::getgroups()
+            .is_ok_and(|groups| groups.iter().any(|g| g.as_raw() == meta.gid()));
+    ours && meta.mode() & 0o020 != 0
+}
+
+/// True when the cache directory, or the directory of its index, exists and cannot be
+/// written by this process (its mode, or a read-only file system): the cache is then used
+/// read-only. A directory that does not exist yet is not read-only: it is to be created.
+pub fn is_read_only(layout: &super::layout::Layout) -> bool {
+    let index_dir = layout.index_path().parent().unwrap_or(layout.root());
+    [layout.root(), index_dir].into_iter().any(|dir| {
+        matches!(
+            rustix::fs::access(dir, rustix::fs::Access::WRITE_OK),
+            Err(e) if e == rustix::io::Errno::ACCESS || e == rustix::io::Errno::ROFS
+                || e == rustix::io::Errno::PERM
+        )
+    })
 }
 
 /// Opens `path` for reading without following a symlink in its last component and without
@@ -64,9 +88,16 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 /// Creates `dir` with `mode` (exactly: the umask is undone) if it is missing, then checks that it
 /// is a real directory (not a symlink) owned by us. Returns the error naming `dir`.
 pub fn ensure_private_dir(dir: &Path, mode: u32) -> Result<(), StoreError> {
+    // A directory shared with the group is set-group-ID, so what anyone creates in it belongs
+    // to the team's group, not to its creator's primary group.
+    let created_mode = if mode & 0o070 != 0 {
+        mode | 0o2000
+    } else {
+        mode
+    };
     match fs::DirBuilder::new().mode(mode).create(dir) {
         Ok(()) => {
-            fs::set_permissions(dir, fs::Permissions::from_mode(mode))
+            fs::set_permissions(dir, fs::Permissions::from_mode(created_mode))
                 .map_err(|e| StoreError::io("set permissions of", dir, e))?;
         }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -76,7 +107,8 @@ pub fn ensure_private_dir(dir: &Path, mode: u32) -> Result<(), StoreError> {
 }
 
 /// Checks that `dir` is a directory, not a symlink, owned by this user (or, when `mode` shares
-/// the cache with the group, by a member of our group), and not writable by others.
+/// the cache with the group, shared with us: see [`shared_with_us`]), and not writable by
+/// others.
 pub fn check_dir(dir: &Path, mode: u32) -> Result<(), StoreError> {
     let meta = fs::symlink_metadata(dir).map_err(|e| StoreError::io("inspect", dir, e))?;
     let insecure = |reason: String| StoreError::Insecure {
@@ -93,10 +125,18 @@ pub fn check_dir(dir: &Path, mode: u32) -> Result<(), StoreError> {
     }
     let me = euid();
     let group_shared = mode & 0o070 != 0;
-    let owner_ok = meta.uid() == me || (group_shared && meta.gid() == egid());
+    let owner_ok = meta.uid() == me || (group_shared && shared_with_us(&meta));
     if !owner_ok {
+        let share = if group_shared {
+            format!(
+                ", and its group (gid {}) is not one of ours with write access (g+w)",
+                meta.gid()
+            )
+        } else {
+            String::new()
+        };
         return Err(insecure(format!(
-            "it is owned by uid {}, not by the current user (uid {me}); \
+            "it is owned by uid {}, not by the current user (uid {me}){share}; \
              choose a directory of your own with --cache_dir=DIR in MLIR_CACHE_KEY_FLAGS",
             meta.uid()
         )));

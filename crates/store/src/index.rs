@@ -279,6 +279,40 @@ impl Index {
         Ok((Index { conn }, populated))
     }
 
+    /// Opens the index of a read-only cache: SQLite's `immutable` mode, which neither writes
+    /// nor locks nor needs a writable directory for the WAL's shared memory. A missing or
+    /// unusable index is an empty one in memory: lookups read the entry files anyway, and what
+    /// the index would record (last use, counters) is dropped with it.
+    pub fn open_read_only(path: &Path, counters: &CounterFiles) -> rusqlite::Result<Index> {
+        let uri = format!(
+            "file:{}?immutable=1",
+            path.to_string_lossy()
+                .replace('%', "%25")
+                .replace('?', "%3f")
+                .replace('#', "%23")
+        );
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+        let on_disk = Connection::open_with_flags(uri, flags).and_then(|conn| {
+            conn.query_row(
+                "SELECT value FROM meta WHERE key = 'schema_version'",
+                [],
+                |r| r.get::<_, String>(0),
+            )
+            .map(|version| (conn, version))
+        });
+        let conn = match on_disk {
+            Ok((conn, version)) if version == SCHEMA_VERSION => conn,
+            _ => {
+                let conn = Connection::open_in_memory()?;
+                conn.execute_batch(SCHEMA)?;
+                conn
+            }
+        };
+        events::attach_read_only(&conn, counters)?;
+        Ok(Index { conn })
+    }
+
     /// Marks the index as reflecting the directory.
     pub fn mark_populated(&mut self) -> rusqlite::Result<()> {
         self.conn

@@ -33,6 +33,8 @@ pub struct Stats {
     /// [`STATS_SCHEMA`].
     pub schema: &'static str,
     pub cache_dir: PathBuf,
+    /// The cache is used read-only: hits served, nothing stored or counted.
+    pub read_only: bool,
     pub entries: u64,
     pub bytes: u64,
     pub failed_entries: u64,
@@ -141,6 +143,7 @@ impl Store {
         Ok(Stats {
             schema: STATS_SCHEMA,
             cache_dir: self.layout().root().to_owned(),
+            read_only: self.is_read_only(),
             entries: get("entry_count"),
             bytes: get("total_bytes"),
             failed_entries: get("failed_count"),

@@ -9,7 +9,9 @@ use serde::Serialize;
 
 use super::remote::RemoteSettings;
 
-/// Default cache directory.
+/// The cache directory of a store opened with no directory chosen. The command line and the
+/// Python package never use it: `mck-settings` picks a per-user directory
+/// (`$XDG_CACHE_HOME/mlir-cache-key`, else `~/.cache/mlir-cache-key`).
 pub const DEFAULT_CACHE_DIR: &str = "/var/tmp/mlir-cache-key";
 /// Default size cap: 100 GB.
 pub const DEFAULT_CACHE_SIZE: u64 = 100_000_000_000;
@@ -35,6 +37,9 @@ pub struct Settings {
     pub retry_failed_compilation: bool,
     /// Mode of the directories the store creates (files get the same bits minus execute).
     pub dir_mode: u32,
+    /// Serve hits only: look up, never store, evict or record a use (the `read_only` setting;
+    /// the store also turns it on by itself when the cache directory is not writable).
+    pub read_only: bool,
     /// fsync artefacts and directories when publishing (power-loss safety). Not a setting: only
     /// benchmarks turn it off. A killed process never needs it: rename is atomic regardless.
     pub fsync: bool,
@@ -55,6 +60,7 @@ impl Default for Settings {
             ttl: Duration::from_secs(u64::from(DEFAULT_TTL_DAYS) * 86_400),
             retry_failed_compilation: false,
             dir_mode: DEFAULT_DIR_MODE,
+            read_only: false,
             fsync: true,
             remote: RemoteSettings::default(),
         }
