@@ -232,7 +232,7 @@ pub fn renumber(
                 if r.op != op {
                     continue;
                 }
-                let stored = read_varint(parsed.payload, r.offset);
+                let stored = varint_at(parsed.payload, r.offset);
                 let new = attr_index(r.attr)?;
                 let value = if stored == r.attr as u64 {
                     new
@@ -317,7 +317,8 @@ impl TableWriter {
     }
 }
 
-fn read_varint(payload: &[u8], offset: usize) -> u64 {
+/// The prefix varint stored at `offset` (0 where none can be read: the walk checked it).
+fn varint_at(payload: &[u8], offset: usize) -> u64 {
     payload
         .get(offset..)
         .and_then(varint::decode)

@@ -121,8 +121,8 @@ pub fn run_plain(command: &[OsString]) -> std::io::Result<ExitCode> {
         .ok_or_else(|| std::io::Error::other("no compiler command given"))?;
     let status = std::process::Command::new(program).args(args).status()?;
     Ok(match (status.code(), status.signal()) {
-        (Some(code), _) => crate::exec::exit_code(code),
-        (None, Some(signal)) => crate::exec::exit_code(128 + signal),
+        (Some(code), _) => crate::error::exit_code(code),
+        (None, Some(signal)) => crate::error::exit_code(128 + signal),
         (None, None) => ExitCode::FAILURE,
     })
 }

@@ -22,6 +22,15 @@ pub enum Failure {
     Conflict = 75,
 }
 
+/// A status as a process exit code: 0 stays 0, anything else is clamped to 1–255.
+pub fn exit_code(status: i32) -> ExitCode {
+    if status == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(status.clamp(1, 255) as u8)
+    }
+}
+
 impl Failure {
     /// Every failure, in the order of the exit-code table.
     pub const ALL: [Failure; 6] = [

@@ -5,7 +5,7 @@
 
 use crate::address_args::AddressArgs;
 use crate::bypass::CacheOpen;
-use crate::error::{CliError, Failure};
+use crate::error::{CliError, Failure, exit_code};
 use crate::flags::{CanonFlags, InputLimits};
 use crate::inode_cache::InodeCache;
 use crate::input;
@@ -226,14 +226,5 @@ pub fn finished_code(finished: Finished) -> ExitCode {
             eprintln!("mlir-cache-key: error: {report}");
             ExitCode::from(Failure::Conflict.code())
         }
-    }
-}
-
-/// A status as a process exit code: 0 stays 0, anything else is clamped to 1–255.
-pub fn exit_code(status: i32) -> ExitCode {
-    if status == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(status.clamp(1, 255) as u8)
     }
 }

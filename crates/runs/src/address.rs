@@ -223,11 +223,7 @@ impl Address {
     /// Parses `a/b[k:"v",n:2]/c`.
     pub fn parse(text: &str) -> Result<Address, AddressError> {
         let fail = |reason: String| AddressError::new(text, reason);
-        if text.len() > MAX_ADDRESS_LEN {
-            return Err(fail(format!("longer than {MAX_ADDRESS_LEN} bytes")));
-        }
-        let segments = split(text)
-            .map_err(fail)?
+        let segments = split_bounded(text)?
             .into_iter()
             .map(|raw| {
                 let mapped = raw
@@ -301,6 +297,15 @@ struct RawSegment<'a> {
 }
 
 /// Splits `a/b[k:"v",n:2,m:*]/c` into segments (names are validated by the caller).
+/// [`split`] of a text no longer than [`MAX_ADDRESS_LEN`], with the error naming it.
+fn split_bounded(text: &str) -> Result<Vec<RawSegment<'_>>, AddressError> {
+    if text.len() > MAX_ADDRESS_LEN {
+        let reason = format!("longer than {MAX_ADDRESS_LEN} bytes");
+        return Err(AddressError::new(text, reason));
+    }
+    split(text).map_err(|reason| AddressError::new(text, reason))
+}
+
 fn split(text: &str) -> Result<Vec<RawSegment<'_>>, String> {
     let mut segments = Vec::new();
     let mut rest = text;
@@ -430,11 +435,7 @@ struct PatternSegment {
 impl AddressPattern {
     pub fn parse(text: &str) -> Result<AddressPattern, AddressError> {
         let fail = |reason: String| AddressError::new(text, reason);
-        if text.len() > MAX_ADDRESS_LEN {
-            return Err(fail(format!("longer than {MAX_ADDRESS_LEN} bytes")));
-        }
-        let segments = split(text)
-            .map_err(fail)?
+        let segments = split_bounded(text)?
             .into_iter()
             .map(|raw| {
                 let name = if raw.name == "*" {

@@ -19,20 +19,6 @@ use tracing::debug;
 use super::error::StoreError;
 use super::fsutil;
 
-/// Writes `parts` (concatenated) to `dest` atomically with modification time `mtime` (the
-/// store's clock: the mtime is the entry's last use for a rebuilt index); returns the number
-/// of bytes written.
-pub fn publish(
-    tmp_dir: &Path,
-    dest: &Path,
-    parts: &[&[u8]],
-    file_mode: u32,
-    mtime: SystemTime,
-    fsync: bool,
-) -> Result<u64, StoreError> {
-    publish_with_prefix(tmp_dir, ".entry-", dest, parts, file_mode, mtime, fsync)
-}
-
 /// Prefix of the temporary files [`write_file`] leaves beside a destination if killed.
 pub const OUTPUT_TMP_PREFIX: &str = ".mlir-cache-key-tmp-";
 
@@ -49,7 +35,7 @@ pub fn write_file(dest: &Path, bytes: &[u8], file_mode: u32) -> Result<u64, Stor
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     sweep_stale(dir, OUTPUT_TMP_PREFIX, SystemTime::now());
-    publish_with_prefix(
+    publish(
         dir,
         OUTPUT_TMP_PREFIX,
         dest,
@@ -60,7 +46,10 @@ pub fn write_file(dest: &Path, bytes: &[u8], file_mode: u32) -> Result<u64, Stor
     )
 }
 
-fn publish_with_prefix(
+/// Writes `parts` (concatenated) to `dest` atomically, through a temporary file named `prefix…`
+/// in `tmp_dir`, with modification time `mtime` (the store's clock: the mtime is the entry's last
+/// use for a rebuilt index); returns the number of bytes written.
+pub fn publish(
     tmp_dir: &Path,
     prefix: &str,
     dest: &Path,
@@ -167,7 +156,8 @@ mod tests {
         let tmp = dir.path().join("tmp");
         std::fs::create_dir(&tmp).unwrap();
         let dest = dir.path().join("out");
-        let n = publish(&tmp, &dest, &[b"ab", b"cd"], 0o600, SystemTime::now(), true).unwrap();
+        let now = SystemTime::now();
+        let n = publish(&tmp, ".t-", &dest, &[b"ab", b"cd"], 0o600, now, true).unwrap();
         assert_eq!(n, 4);
         assert_eq!(std::fs::read(&dest).unwrap(), b"abcd");
         let mode = std::fs::metadata(&dest).unwrap().permissions().mode() & 0o777;
@@ -181,7 +171,8 @@ mod tests {
         let tmp = dir.path().join("tmp");
         std::fs::create_dir(&tmp).unwrap();
         let dest = dir.path().join("missing-dir").join("out");
-        let err = publish(&tmp, &dest, &[b"x"], 0o600, SystemTime::now(), false).unwrap_err();
+        let now = SystemTime::now();
+        let err = publish(&tmp, ".t-", &dest, &[b"x"], 0o600, now, false).unwrap_err();
         assert!(err.to_string().contains("missing-dir/out"), "{err}");
         assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
     }

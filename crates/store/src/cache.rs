@@ -82,7 +82,6 @@ pub struct Store {
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Store")
-            .field("dir", &self.layout.root())
             .field("settings", &self.settings)
             .finish_non_exhaustive()
     }
@@ -106,15 +105,20 @@ impl Store {
     /// Opens with an injected clock (tests move time instead of sleeping).
     pub fn open_with_clock(settings: &Settings, clock: Arc<dyn Clock>) -> Result<Store> {
         let layout = Layout::new(&settings.cache_dir);
-        if settings.read_only || fsutil::is_read_only(&layout) {
-            return Store::open_read_only(settings, layout, clock);
-        }
-        layout.ensure(settings.dir_mode)?;
-        // What killed writers left (by the real clock: temporary files carry real mtimes).
-        atomic::sweep_stale(layout.tmp_dir(), "", std::time::SystemTime::now());
-        let index = super::rebuild::open_index(&layout, settings, clock.as_ref(), false)?;
+        let read_only = settings.read_only || fsutil::is_read_only(&layout);
+        let index = if read_only {
+            open_read_only_index(settings, &layout)?
+        } else {
+            layout.ensure(settings.dir_mode)?;
+            // What killed writers left (by the real clock: temporary files carry real mtimes).
+            atomic::sweep_stale(layout.tmp_dir(), "", std::time::SystemTime::now());
+            super::rebuild::open_index(&layout, settings, clock.as_ref(), false)?
+        };
         Ok(Store {
-            settings: settings.clone(),
+            settings: Settings {
+                read_only,
+                ..settings.clone()
+            },
             layout,
             clock,
             index: Mutex::new(index),
@@ -134,33 +138,6 @@ impl Store {
 
     pub(super) fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
-    }
-
-    /// A read-only cache (the `read_only` setting, or a directory we cannot write): nothing is
-    /// created, swept, stored, evicted or recorded; hits are served from the entry files.
-    fn open_read_only(settings: &Settings, layout: Layout, clock: Arc<dyn Clock>) -> Result<Store> {
-        fsutil::check_dir(layout.root(), settings.dir_mode)?;
-        let index = Index::open_read_only(layout.index_path(), &layout.counter_files()).map_err(
-            |source| StoreError::Index {
-                op: "open read-only",
-                path: layout.index_path().to_owned(),
-                source,
-            },
-        )?;
-        info!(
-            "the cache {} is read-only: serving hits, storing nothing",
-            layout.root().display()
-        );
-        Ok(Store {
-            settings: Settings {
-                read_only: true,
-                ..settings.clone()
-            },
-            layout,
-            clock,
-            index: Mutex::new(index),
-            pins: None,
-        })
     }
 
     /// True when the cache is used read-only (see [`Settings::read_only`]).
@@ -200,43 +177,32 @@ impl Store {
     fn lookup(&self, key: &CacheKey, first_look: bool) -> Result<Lookup> {
         let digest = key.digest();
         let path = self.layout.entry_path(digest);
-        let (file, size, meta, mut bytes, payload_start) = match self.read_entry(&path, digest)? {
+        let miss = |what, absent, corrupt| {
+            self.index_best_effort(what, |ix| ix.record_miss(digest.as_str(), absent, corrupt));
+            Ok(Lookup::Miss)
+        };
+        let ValidEntry {
+            file,
+            size,
+            meta,
+            mut bytes,
+            payload_start,
+        } = match self.read_entry(&path, digest)? {
+            // A manifest not found is no result missed: the canonical lookup counts that.
+            EntryRead::Absent if !first_look || key.is_manifest() => return Ok(Lookup::Miss),
             EntryRead::Absent => {
-                // A manifest not found is no result missed: the canonical lookup counts that.
-                if first_look && !key.is_manifest() {
-                    info!("No candidate found under {}", path.display());
-                    self.index_best_effort("record a miss", |ix| {
-                        ix.record_miss(digest.as_str(), true, false)
-                    });
-                }
-                return Ok(Lookup::Miss);
+                info!("No candidate found under {}", path.display());
+                return miss("record a miss", true, false);
             }
-            EntryRead::Corrupt => {
-                self.index_best_effort("record a corrupt entry", |ix| {
-                    ix.record_miss(digest.as_str(), true, true)
-                });
-                return Ok(Lookup::Miss);
-            }
+            EntryRead::Corrupt => return miss("record a corrupt entry", true, true),
             EntryRead::Unsupported(v) => {
                 info!(
                     "Ignoring the entry at {}: its format version {v} is newer than this tool's",
                     path.display()
                 );
-                self.index_best_effort("record a miss", |ix| {
-                    ix.record_miss(digest.as_str(), false, false)
-                });
-                return Ok(Lookup::Miss);
+                return miss("record a miss", false, false);
             }
-            EntryRead::Valid(v) => {
-                let ValidEntry {
-                    file,
-                    size,
-                    meta,
-                    bytes,
-                    payload_start,
-                } = *v;
-                (file, size, meta, bytes, payload_start)
-            }
+            EntryRead::Valid(v) => *v,
         };
         if meta.key != key.to_string() {
             info!(
@@ -244,26 +210,21 @@ impl Store {
                 path.display(),
                 meta.key
             );
-            self.index_best_effort("record a miss", |ix| {
-                ix.record_miss(digest.as_str(), false, false)
-            });
-            return Ok(Lookup::Miss);
+            return miss("record a miss", false, false);
         }
         let created_ms = meta.created_ms;
         match (meta.state, meta.failure.clone()) {
             (EntryState::Failed, Some(failure)) => {
                 if self.settings.retry_failed_compilation {
                     // Counted and logged once: the recheck under the lock sees it again.
-                    if first_look {
-                        info!(
-                            "Ignoring the cached failed compilation at {} (retry_failed_compilation)",
-                            path.display()
-                        );
-                        self.index_best_effort("record a miss", |ix| {
-                            ix.record_miss(digest.as_str(), false, false)
-                        });
+                    if !first_look {
+                        return Ok(Lookup::Miss);
                     }
-                    return Ok(Lookup::Miss);
+                    info!(
+                        "Ignoring the cached failed compilation at {} (retry_failed_compilation)",
+                        path.display()
+                    );
+                    return miss("record a miss", false, false);
                 }
                 info!("Got a cached failed compilation at {}", path.display());
                 self.touch(&file, &path, size, &meta, Counter::FailuresReplayed);
@@ -393,6 +354,7 @@ impl Store {
         let path = self.layout.entry_path(digest);
         let size = atomic::publish(
             self.layout.tmp_dir(),
+            ".entry-",
             &path,
             parts,
             self.file_mode(),
@@ -542,6 +504,20 @@ impl Store {
 /// Longest compiler stderr remembered with a failure; beyond it the tail is kept (errors are
 /// usually at the end), so a runaway log cannot make the entry unwritable.
 pub const MAX_STDERR_LEN: usize = 4 << 20;
+
+/// The index of a read-only cache (the `read_only` setting, or a directory we cannot write):
+/// nothing is created, swept, stored, evicted or recorded; hits are served from the entry files.
+fn open_read_only_index(settings: &Settings, layout: &Layout) -> Result<Index> {
+    fsutil::check_dir(layout.root(), settings.dir_mode)?;
+    let path = layout.index_path();
+    let index = Index::open_read_only(path, &layout.counter_files()).map_err(|source| {
+        let (op, path) = ("open read-only", path.to_owned());
+        StoreError::Index { op, path, source }
+    })?;
+    let root = layout.root().display();
+    info!("the cache {root} is read-only: serving hits, storing nothing");
+    Ok(index)
+}
 
 fn bounded_failure(f: &Failure) -> Failure {
     if f.stderr.len() <= MAX_STDERR_LEN {

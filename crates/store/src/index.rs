@@ -18,7 +18,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::clock::UnixMillis;
 use super::entry::EntryState;
 use super::events::{self, CounterFiles};
-use super::sqlite::{BUSY_TIMEOUT, is_corruption, retry_busy};
+use super::sqlite::{self, BUSY_TIMEOUT, is_corruption, retry_busy};
 
 /// Bumped when the schema changes incompatibly: an index of another version is rebuilt.
 pub const SCHEMA_VERSION: &str = "1";
@@ -284,13 +284,7 @@ impl Index {
     /// unusable index is an empty one in memory: lookups read the entry files anyway, and what
     /// the index would record (last use, counters) is dropped with it.
     pub fn open_read_only(path: &Path, counters: &CounterFiles) -> rusqlite::Result<Index> {
-        let uri = format!(
-            "file:{}?immutable=1",
-            path.to_string_lossy()
-                .replace('%', "%25")
-                .replace('?', "%3f")
-                .replace('#', "%23")
-        );
+        let uri = sqlite::immutable_uri(path);
         let flags =
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI;
         let on_disk = Connection::open_with_flags(uri, flags).and_then(|conn| {
@@ -375,22 +369,7 @@ impl Index {
 
     /// Inserts a row unless one exists (self-healing a file found without a row).
     pub fn insert_if_absent(&mut self, row: &Row) -> rusqlite::Result<()> {
-        self.conn
-            .execute(
-                &format!(
-                    "INSERT OR IGNORE INTO entries({ROW_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-                ),
-                params![
-                    row.digest,
-                    row.name,
-                    row.state.as_str(),
-                    to_i64(row.size),
-                    to_i64(row.artefact_size),
-                    row.created_ms,
-                    row.last_used_ms
-                ],
-            )
-            .map(|_| ())
+        write_row(&self.conn, "INSERT OR IGNORE", "", row)
     }
 
     /// Removes a row; returns it if it existed.
@@ -668,11 +647,16 @@ fn bump(conn: &Connection, c: Counter, by: i64) -> rusqlite::Result<()> {
 }
 
 fn upsert_in(conn: &Connection, row: &Row) -> rusqlite::Result<()> {
+    let on_conflict = "ON CONFLICT(digest) DO UPDATE SET name = excluded.name,
+        state = excluded.state, size = excluded.size, artefact_size = excluded.artefact_size,
+        created = excluded.created, last_used = excluded.last_used";
+    write_row(conn, "INSERT", on_conflict, row)
+}
+
+/// `VERB INTO entries … VALUES (row) ON_CONFLICT`: one statement for every way a row is written.
+fn write_row(conn: &Connection, verb: &str, on_conflict: &str, row: &Row) -> rusqlite::Result<()> {
     conn.prepare_cached(&format!(
-        "INSERT INTO entries({ROW_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-         ON CONFLICT(digest) DO UPDATE SET name = excluded.name, state = excluded.state,
-             size = excluded.size, artefact_size = excluded.artefact_size,
-             created = excluded.created, last_used = excluded.last_used"
+        "{verb} INTO entries({ROW_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) {on_conflict}"
     ))?
     .execute(params![
         row.digest,

@@ -211,19 +211,11 @@ impl Store {
         let mut report = ClearReport::default();
         match what {
             Clear::All => {
-                for shard in read_dir_paths(self.layout().entries_dir())? {
-                    if !fs::symlink_metadata(&shard)
-                        .map(|m| m.is_dir())
-                        .unwrap_or(false)
-                    {
-                        continue;
-                    }
-                    for file in read_dir_paths(&shard)? {
-                        let size = fs::symlink_metadata(&file).map(|m| m.len()).unwrap_or(0);
-                        if remove_file_if_exists(&file)? {
-                            report.removed += 1;
-                            report.freed_bytes += size;
-                        }
+                for file in files_in_shards(self.layout().entries_dir())? {
+                    let size = fs::symlink_metadata(&file).map(|m| m.len()).unwrap_or(0);
+                    if remove_file_if_exists(&file)? {
+                        report.removed += 1;
+                        report.freed_bytes += size;
                     }
                 }
                 self.with_index("clear the index", |ix| ix.clear_rows())?;
@@ -298,17 +290,9 @@ impl Store {
         let quarantine_removed =
             remove_older_than(self.layout().quarantine_dir(), now.saturating_sub(ttl_ms))?;
         let mut locks_removed = 0;
-        for shard in read_dir_paths(self.layout().locks_dir())? {
-            if !fs::symlink_metadata(&shard)
-                .map(|m| m.is_dir())
-                .unwrap_or(false)
-            {
-                continue;
-            }
-            for file in read_dir_paths(&shard)? {
-                if lock::remove_if_unlocked(&file, self.file_mode())? {
-                    locks_removed += 1;
-                }
+        for file in files_in_shards(self.layout().locks_dir())? {
+            if lock::remove_if_unlocked(&file, self.file_mode())? {
+                locks_removed += 1;
             }
         }
         let report = GcReport {
@@ -333,6 +317,17 @@ fn read_dir_paths(dir: &Path) -> Result<Vec<PathBuf>> {
             .map_err(|err| StoreError::io("list", dir, err))
     })
     .collect()
+}
+
+/// The files one level down in `dir`'s shard directories (anything else in `dir` is skipped).
+fn files_in_shards(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for shard in read_dir_paths(dir)? {
+        if fs::symlink_metadata(&shard).is_ok_and(|m| m.is_dir()) {
+            files.extend(read_dir_paths(&shard)?);
+        }
+    }
+    Ok(files)
 }
 
 fn count_files(dir: &Path) -> Result<u64> {

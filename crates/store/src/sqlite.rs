@@ -1,5 +1,6 @@
 //! What every SQLite database of the cache (the index here, the registry in `mck-runs`) does
-//! the same way: how long to wait for another writer, and which errors mean busy or damaged.
+//! the same way: how long to wait for another writer, which errors mean busy or damaged, and
+//! how a read-only cache opens one without writing.
 
 use std::time::{Duration, Instant};
 
@@ -38,4 +39,14 @@ pub fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Re
             other => return other,
         }
     }
+}
+
+/// A URI that opens `path` in SQLite's `immutable` mode (no writes, no locks, no WAL files).
+pub fn immutable_uri(path: &std::path::Path) -> String {
+    let path = path.to_string_lossy();
+    let escaped = path
+        .replace('%', "%25")
+        .replace('?', "%3f")
+        .replace('#', "%23");
+    format!("file:{escaped}?immutable=1")
 }
