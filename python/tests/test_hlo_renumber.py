@@ -27,6 +27,14 @@ import pytest
 
 from conftest import REPO, run
 
+import jaxlib
+
+# The HLO field table and the renumbering's soundness are facts of the XLA that jaxlib 0.12.0.1
+# ships (its `_hlo` module, its CPU compiler); other releases' XLA is not what they describe.
+pytestmark = pytest.mark.skipif(
+    jaxlib.__version__ != "0.12.0.1", reason="checked against jaxlib 0.12.0.1's XLA"
+)
+
 DATA = REPO / "tests" / "data" / "hlo"
 
 # Lowered in one process (other module ids), the scan with every id moved (its

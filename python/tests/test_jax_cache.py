@@ -4,6 +4,7 @@ shared Redis tier, a process killed mid-compile, uninstall."""
 
 import json
 import signal
+import shutil
 import time
 
 from conftest import result_of, run, start
@@ -123,7 +124,14 @@ def test_two_dirs_share_one_redis(tmp_path, redis_url):
     src = write_function(tmp_path, "a")
     first = run_f(tmp_path, tmp_path / "dir1", src, remote=remote)
     assert compiles(first) == 1
-    second = run_f(tmp_path, tmp_path / "dir2", src, remote=remote)
+    # Up to 0.10, JAX leaves xla_gpu_per_fusion_autotune_cache_dir (a path under the cache
+    # directory) in its key, so two hosts share entries only with the same cache path: the
+    # second host then gets an empty local cache at that path.
+    second_dir = tmp_path / "dir2"
+    if _jax_release() < (0, 11):
+        shutil.rmtree(tmp_path / "dir1")
+        second_dir = tmp_path / "dir1"
+    second = run_f(tmp_path, second_dir, src, remote=remote)
     assert compiles(second) == 0 and hits(second) == 1
     assert second["stats"]["remote_hits"] >= 1
 
@@ -233,3 +241,9 @@ def test_canonical_mode_never_shares_a_key_with_jax_mode(tmp_path, cache_dir):
     assert result["jax_key"] == result["theirs"]
     assert result["canonical"] != result["jax_key"]
     assert result["canonical"].split("-")[0] == result["jax_key"].split("-")[0]
+
+
+def _jax_release() -> tuple[int, ...]:
+    import jax
+
+    return tuple(int(part) for part in jax.__version__.split(".")[:2])
