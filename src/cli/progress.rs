@@ -55,18 +55,29 @@ impl Progress {
         if !enabled(json) {
             return Progress { bar, stop: None };
         }
+        let delay = delay();
+        if delay.is_zero() {
+            // Shown at once, before any work: a short operation must not race the reveal.
+            Progress::reveal(&bar);
+            return Progress { bar, stop: None };
+        }
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let shown = bar.clone();
         std::thread::spawn(move || {
-            if stopped.recv_timeout(delay()).is_err() && !shown.is_finished() {
-                shown.set_draw_target(ProgressDrawTarget::stderr());
-                shown.enable_steady_tick(Duration::from_millis(100));
+            if stopped.recv_timeout(delay).is_err() && !shown.is_finished() {
+                Progress::reveal(&shown);
             }
         });
         Progress {
             bar,
             stop: Some(stop),
         }
+    }
+
+    fn reveal(bar: &ProgressBar) {
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+        bar.tick();
+        bar.enable_steady_tick(Duration::from_millis(100));
     }
 
     /// `done` of `total` steps.
