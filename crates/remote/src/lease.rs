@@ -61,7 +61,10 @@ impl Coordinator {
     ) -> Result<Coordinator, RemoteError> {
         let mut settings = RedisConnectionInfo::default()
             .set_db(target.db)
-            .set_protocol(ProtocolVersion::RESP2);
+            .set_protocol(ProtocolVersion::RESP2)
+            // Two pipelined CLIENT SETINFO replies, each waited for and then ignored, would make a
+            // stalled server cost two timeouts before the first real command.
+            .set_skip_set_lib_name();
         if let Some(u) = &target.username {
             settings = settings.set_username(u);
         }
