@@ -236,6 +236,10 @@ impl Store {
                     path,
                 }))
             }
+            _ if self.suspect_of(&meta).is_some() => match first_look {
+                true => miss("record a miss", false, false),
+                false => Ok(Lookup::Miss),
+            },
             _ => {
                 info!("Using a cached artefact at {}", path.display());
                 let counter = match key.is_manifest() {
@@ -420,6 +424,7 @@ impl Store {
                 i64::try_from(size).unwrap_or(i64::MAX),
             ),
         ];
+        self.lift_suspect(digest, &meta.payload_sha256);
         // The entry is published whatever happens to the index: `verify` repairs a missed row.
         self.index_best_effort("record a new entry", |ix| ix.upsert(&row, &bumps));
         match self.with_index("read totals", |ix| ix.totals()) {

@@ -7,6 +7,7 @@
 //!     entries/<hh>/<64-hex>   one file per entry; hh = first two hex digits of the digest
 //!     tmp/                    in-progress writes, renamed into entries/ when complete
 //!     quarantine/             entries that failed verification, kept for inspection
+//!     suspect/<64-hex>        why an entry a hit audit caught is no longer served (suspect.rs)
 //!     locks/<hh>/<64-hex>.lock  advisory compile locks (one per key being compiled)
 //!     locks/index.lock        serializes creating and repairing the index
 //!     index.sqlite            the index (a cache of the directory's truth)
@@ -128,6 +129,14 @@ impl Layout {
     /// a large compiler on every call.
     pub fn compilers_dir(&self) -> PathBuf {
         self.base.join("compilers")
+    }
+
+    /// Markers of entries a hit audit caught serving a false hit (created on the first).
+    pub fn suspect_dir(&self) -> PathBuf {
+        self.base.join("suspect")
+    }
+    pub fn suspect_path(&self, digest: &Digest) -> PathBuf {
+        self.suspect_dir().join(digest.as_str())
     }
 
     /// The lock that serializes creating or repairing the index.

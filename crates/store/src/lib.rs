@@ -15,7 +15,8 @@
 //! - `cache`: open, get, put; `read`: verified reads; `transfer`: entries moved between caches
 //!   and tiers, and entry files staged from outside; `evict`: LRU under TTL, sparing what
 //!   `pins` names; `manage`: stats, list, clear, verify, gc;
-//! - `lock`: advisory compile locks; `quarantine`: moving damaged files aside;
+//! - `lock`: advisory compile locks; `quarantine`: moving damaged files aside; `suspect`:
+//!   entries a hit audit caught (kept, never served) and the audit counters;
 //! - `clock`: injectable time; `fsutil`: no-follow opens and ownership checks;
 //! - `sqlite`: busy and corruption handling shared by every SQLite file of the cache;
 //! - `tiered`: the local store with the remote tier behind it (`remote/`: the [`remote::Tier`]
@@ -50,6 +51,7 @@ mod settings;
 pub mod sqlite;
 mod stream;
 mod stream_put;
+mod suspect;
 mod tiered;
 mod transfer;
 
@@ -74,6 +76,7 @@ pub use settings::{
     DEFAULT_CACHE_DIR, DEFAULT_CACHE_SIZE, DEFAULT_DIR_MODE, DEFAULT_TTL_DAYS, Settings,
 };
 pub use stream::Streamed;
+pub use suspect::{AUDITS_RUN, AuditCounts, AuditOutcome, MAX_SUSPECT_REASON_LEN, Suspect};
 pub use tiered::{Claim, CompileClaim, Tiered};
 pub use transfer::{StageError, StagedEntry};
 

@@ -20,6 +20,7 @@ use super::index::{Counter, ListFilter, Row, SortBy};
 use super::key::Digest;
 use super::lock;
 use super::rebuild::{self, Depth, RebuildReport};
+use super::suspect::AuditCounts;
 
 /// A temporary file untouched for this long belongs to a dead writer.
 pub const STALE_TMP_MS: i64 = super::atomic::STALE_TMP_AGE.as_millis() as i64;
@@ -74,6 +75,8 @@ pub struct Stats {
     pub remote_authenticated: bool,
     /// Values refused for a missing or wrong HMAC tag (with a secret).
     pub remote_unauthenticated: u64,
+    /// Hit audits (`--verify-hits`) and what they found.
+    pub audits: AuditCounts,
 }
 
 /// One entry as listed.
@@ -89,6 +92,9 @@ pub struct EntrySummary {
     pub created_ms: UnixMillis,
     pub last_used_ms: UnixMillis,
     pub path: PathBuf,
+    /// Why a hit audit stopped serving the entry, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspect: Option<String>,
 }
 
 /// What `clear` removes.
@@ -114,6 +120,8 @@ pub struct GcReport {
     pub tmp_removed: u64,
     pub quarantine_removed: u64,
     pub locks_removed: u64,
+    /// Suspect markers whose entry is gone or was replaced.
+    pub suspects_removed: u64,
 }
 
 impl Store {
@@ -173,13 +181,27 @@ impl Store {
             remote_corrupt: get("remote_corrupt"),
             remote_authenticated: self.settings().remote.secret.is_some(),
             remote_unauthenticated: get("remote_unauthenticated"),
+            audits: AuditCounts::from_counters(get),
         })
     }
 
     /// Entries from the index, filtered and sorted (`filter.limit` bounds the work).
     pub fn list(&self, filter: &ListFilter) -> Result<Vec<EntrySummary>> {
         let rows = self.with_index("list entries", |ix| ix.list(filter))?;
-        Ok(rows.into_iter().map(|r| self.summary(r)).collect())
+        let mut suspects = self.suspects()?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                let suspect = suspects
+                    .remove(&r.digest)
+                    .filter(|s| s.entry_created_ms == r.created_ms)
+                    .map(|s| s.reason);
+                EntrySummary {
+                    suspect,
+                    ..self.summary(r)
+                }
+            })
+            .collect())
     }
 
     /// One entry's index row, if the index knows it.
@@ -203,6 +225,7 @@ impl Store {
             created_ms: r.created_ms,
             last_used_ms: r.last_used_ms,
             path,
+            suspect: None,
         }
     }
 
@@ -219,7 +242,9 @@ impl Store {
                     }
                 }
                 self.with_index("clear the index", |ix| ix.clear_rows())?;
-                for file in read_dir_paths(self.layout().quarantine_dir())? {
+                let quarantine = read_dir_paths(self.layout().quarantine_dir())?;
+                let suspects = read_dir_paths(&self.layout().suspect_dir())?;
+                for file in quarantine.into_iter().chain(suspects) {
                     remove_file_if_exists(&file)?;
                 }
             }
@@ -295,11 +320,13 @@ impl Store {
                 locks_removed += 1;
             }
         }
+        let suspects_removed = self.sweep_suspects()?;
         let report = GcReport {
             eviction,
             tmp_removed,
             quarantine_removed,
             locks_removed,
+            suspects_removed,
         };
         debug!("gc of {}: {report:?}", self.layout().root().display());
         Ok(report)

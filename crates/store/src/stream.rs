@@ -150,6 +150,9 @@ impl Store {
         if meta.key != key.to_string() {
             return miss(false, false);
         }
+        if self.suspect_of(&meta).is_some() {
+            return miss(false, false);
+        }
         if let (EntryState::Failed, Some(failure)) = (meta.state, meta.failure.clone()) {
             if self.settings().retry_failed_compilation {
                 info!(

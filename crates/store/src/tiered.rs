@@ -120,6 +120,8 @@ impl Tiered {
         for remote in &self.remotes {
             match self.remote_lookup(remote, key, true)? {
                 Lookup::Miss => {}
+                // A remote tier still holds what an audit condemned here.
+                Lookup::Hit(a) if self.local.is_suspect_payload(key, &a.bytes) => {}
                 found => return Ok(found),
             }
         }
