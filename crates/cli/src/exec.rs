@@ -107,7 +107,7 @@ impl<'a> Exec<'a> {
     /// Reads the cache settings and opens the cache; with caching off, or a cache that cannot
     /// be used (see [`crate::bypass`]), runs the compiler.
     pub fn open(args: &'a Args) -> Result<Opened<'a>, CliError> {
-        let request = ExecRequest {
+        let mut request = ExecRequest {
             command: args.command.clone(),
             input: args.input.clone(),
             output: args.output.clone(),
@@ -118,6 +118,8 @@ impl<'a> Exec<'a> {
             lock_timeout: Duration::from_secs(args.lock_timeout),
             ignore_args: args.ignore_args.clone(),
             compiler_check: args.compiler_check.clone(),
+            // Set from the settings once the cache is open.
+            verify_hits: 0.0,
         };
         let (settings, store) = match crate::bypass::open(&args.cache)? {
             CacheOpen::Open(open) => *open,
@@ -132,6 +134,7 @@ impl<'a> Exec<'a> {
                 return Ok(Opened::Uncached(code));
             }
         };
+        request.verify_hits = settings.verify_hits;
         let digest_cache = store.local().layout().compilers_dir();
         let inode_cache = InodeCache::unless_off(&store, &settings);
         Ok(Opened::Cache(Box::new(Exec {

@@ -129,6 +129,7 @@ pub fn prepare(
         lock_timeout: Duration::from_secs(600),
         ignore_args: Vec::new(),
         compiler_check: Default::default(),
+        verify_hits: settings.verify_hits,
     };
     let digest_cache = store.local().layout().compilers_dir();
     let inode_cache = InodeCache::unless_off(&store, &settings);

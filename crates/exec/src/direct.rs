@@ -65,7 +65,10 @@ pub fn run_direct<E: From<ExecError>>(
     tracing::info!("direct hit: {manifest} → {key}");
     store.local().record_direct_hit();
     let ingredients = match &served {
-        Served::Written { ingredients, .. } => ingredients.clone(),
+        Served::Written { ingredients, .. } => {
+            let audit = crate::audit::audit_hit(store, request, &key, ingredients)?;
+            crate::run::with_audit(ingredients.clone(), &key, audit)
+        }
         Served::CachedFailure(f) => f.ingredients.clone(),
         _ => unreachable!("streamed, not compiled"),
     };

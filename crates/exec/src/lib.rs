@@ -10,15 +10,19 @@
 //!   fingerprints and record the run ([`AtAddress`]);
 //! - [`direct_key`], [`run_direct`], [`remember_direct`]: direct mode, a manifest from the raw
 //!   input to the canonical key, so a hit on unchanged bytes needs no parse;
-//! - [`compiler`]: finding, hashing and running the compiler.
+//! - [`compiler`]: finding, hashing and running the compiler;
+//! - [`audit`]: a sampled hit compiled again and compared (`--verify-hits`), a false hit
+//!   explained from the [`fingerprint`] of what the key leaves out, recorded with each entry.
 //!
 //! No MLIR: the caller canonicalizes the module (the CLI with MLIR 22, Python with jaxlib's).
 
+pub mod audit;
 pub mod compiler;
 pub mod compiler_check;
 mod direct;
 mod error;
 mod explain;
+pub mod fingerprint;
 mod key;
 mod request;
 mod run;

@@ -29,6 +29,8 @@ pub struct ExecRequest {
     pub ignore_args: Vec<String>,
     /// What stands for the compiler in the key.
     pub compiler_check: CompilerCheck,
+    /// The fraction of hits audited (recompiled and compared; `audit.rs`): 0 never, 1 always.
+    pub verify_hits: f64,
 }
 
 /// Where a compilation's result is recorded, within which run.

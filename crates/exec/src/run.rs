@@ -67,9 +67,15 @@ pub fn run_with_text(
         Streamed::Failed(f) => Some(Served::CachedFailure(f)),
         Streamed::Miss => None,
     };
+    let audit = match &found {
+        Some(Served::Written { key, ingredients }) => {
+            crate::audit::audit_hit(store, request, key, ingredients)?
+        }
+        _ => None,
+    };
     // The record as stored and committed: with the canonical text only when a miss renders it.
     let (served, ingredients) = match found {
-        Some(found) => (found, ingredients_of(record)?),
+        Some(found) => (found, with_audit(ingredients_of(record)?, &key, audit)),
         None => {
             let full = text.map(|source| with_text(record, source));
             let ingredients = stored_ingredients(full.as_ref().unwrap_or(record), request)?;
@@ -91,13 +97,26 @@ pub fn run_with_text(
     finish(site, &key, &ingredients, code, served)
 }
 
+/// `ingredients` with what an audit of the hit found (`audit`), for the run record.
+pub(crate) fn with_audit(
+    mut ingredients: serde_json::Value,
+    key: &CacheKey,
+    audit: Option<crate::audit::Audit>,
+) -> serde_json::Value {
+    if let (Some(audit), serde_json::Value::Object(fields)) = (audit, &mut ingredients) {
+        fields.insert("audit".into(), audit.to_json(key));
+    }
+    ingredients
+}
+
 fn ingredients_of(record: &KeyRecord) -> Result<serde_json::Value, ExecError> {
     serde_json::to_value(record).map_err(ExecError::other)
 }
 
 /// The ingredients a new entry keeps: the key record, and beside it (`exec`) what `cache show`
 /// tells about the compiler that the key holds only as a digest: its path as resolved and its
-/// version line when the compiler check gives one. Entries stored before have no `exec`.
+/// version line when the compiler check gives one; and the fingerprint of what the key leaves
+/// out (`fingerprint.rs`), for a hit audit's explanation. Entries stored before have no `exec`.
 fn stored_ingredients(
     record: &KeyRecord,
     request: &ExecRequest,
@@ -113,7 +132,11 @@ fn stored_ingredients(
             "path": path,
             "version": compiler_check::version_line(&request.compiler_check),
         });
-        fields.insert("exec".into(), serde_json::json!({ "compiler": compiler }));
+        let fingerprint = crate::fingerprint::Fingerprint::take(request);
+        fields.insert(
+            "exec".into(),
+            serde_json::json!({ "compiler": compiler, "fingerprint": fingerprint }),
+        );
     }
     Ok(ingredients)
 }

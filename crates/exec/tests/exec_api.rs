@@ -63,6 +63,7 @@ impl Setup {
             lock_timeout: Duration::from_secs(30),
             ignore_args: Vec::new(),
             compiler_check: Default::default(),
+            verify_hits: 0.0,
         }
     }
 

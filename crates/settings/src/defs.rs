@@ -10,7 +10,8 @@ use std::time::Duration;
 use mck_store::remote::{RemoteUrl, Secret};
 
 use super::values::{
-    parse_cache_errors, parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days,
+    parse_cache_errors, parse_dir_mode, parse_log_level, parse_rate, parse_seconds, parse_size,
+    parse_ttl_days,
 };
 use super::{CacheErrors, LogLevel, Settings};
 
@@ -62,6 +63,8 @@ pub enum Kind {
     Remote(fn(&mut Settings, RemoteUrl)),
     /// A file holding the remote's shared secret, read when parsed.
     SecretFile(fn(&mut Settings, Secret)),
+    /// A sampling rate from 0 to 1 ([`parse_rate`]).
+    Rate(fn(&mut Settings, f64)),
 }
 
 impl Kind {
@@ -78,6 +81,7 @@ impl Kind {
             Kind::Mode(_) => "OCTAL",
             Kind::Remote(_) => "URL",
             Kind::SecretFile(_) => "FILE",
+            Kind::Rate(_) => "RATE",
         })
     }
 
@@ -106,6 +110,7 @@ impl Kind {
                 mck_remote::parse_supported_url(text).map_err(|e| e.to_string())?,
             ),
             Kind::SecretFile(set) => with(set, Secret::read(Path::new(text))?),
+            Kind::Rate(set) => with(set, parse_rate(text)?),
         })
     }
 }
@@ -227,6 +232,15 @@ pub static SETTINGS: &[Setting] = &[
         show: |s| Some(s.no_direct.to_string()),
         in_config_file: true,
         command_line: CommandLine::Absent,
+    },
+    Setting {
+        name: "verify_hits",
+        kind: Kind::Rate(|s, rate| s.verify_hits = rate),
+        default: "0",
+        doc: "The fraction of `exec` and `wrap` hits audited: the compiler runs again and its output is compared with the stored one; a false hit serves the fresh output, stops serving the entry and names what the key left out (0 never, 1 always).",
+        show: |s| Some(s.verify_hits.to_string()),
+        in_config_file: true,
+        command_line: CommandLine::Option,
     },
     Setting {
         name: "no_inode_cache",

@@ -21,7 +21,8 @@ pub use layer::{Assignment, Layer};
 pub use resolve::{Resolved, Source};
 pub use user_dir::{CACHE_DIR_NAME, user_cache_dir};
 pub use values::{
-    parse_cache_errors, parse_dir_mode, parse_log_level, parse_seconds, parse_size, parse_ttl_days,
+    parse_cache_errors, parse_dir_mode, parse_log_level, parse_rate, parse_seconds, parse_size,
+    parse_ttl_days,
 };
 
 /// The environment variable the settings are read from.
@@ -36,6 +37,8 @@ pub struct Settings {
     pub no_direct: bool,
     /// Direct mode hashes every input: no digest remembered in the inode cache.
     pub no_inode_cache: bool,
+    /// The fraction of `exec`/`wrap` hits recompiled and compared (0 to 1).
+    pub verify_hits: f64,
     pub log_level: LogLevel,
     /// What `exec`, `wrap` and the compiler symlinks do when the cache cannot be used.
     pub cache_errors: CacheErrors,

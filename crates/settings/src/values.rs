@@ -102,6 +102,16 @@ pub fn parse_seconds(text: &str, zero_ok: bool) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// Parses a sampling rate: a decimal number from 0 (never) to 1 (always).
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(rate) if (0.0..=1.0).contains(&rate) => Ok(rate),
+        _ => Err(format!(
+            "expected a rate between 0 and 1 (e.g. 0.01 or 1), got {text:?}"
+        )),
+    }
+}
+
 /// Parses `ERROR`, `WARNING` (or `WARN`), `INFO` or `DEBUG`, in any case: the same words the
 /// command line's `--log-level` takes.
 pub fn parse_log_level(text: &str) -> Result<LogLevel, String> {
