@@ -24,6 +24,9 @@ pub struct AddressView {
     /// With `--conflicts-in RUN`: the fingerprint that run brought.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conflicting_key: Option<String>,
+    /// Why a hit audit stopped serving the entry the address holds, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suspect: Option<String>,
 }
 
 /// Addresses matching the pattern and selectors, sorted.
@@ -67,6 +70,7 @@ pub fn select(
                 updated: utc(entry.updated_ms),
                 address: entry.address,
                 conflicting_key: None,
+                suspect: None,
             };
             (view, entry.local_name)
         })
@@ -84,11 +88,13 @@ pub fn select(
                 run: String::new(),
                 updated: utc(r.started_ms),
                 conflicting_key: None,
+                suspect: None,
             };
             listed.push((view, local_name));
         }
     }
     listed.sort_by(|a, b| a.0.address.cmp(&b.0.address));
+    let suspects = store.suspects()?;
     let mut out = Vec::new();
     for (mut view, local_name) in listed {
         if let Some(r) = running.get(&view.address) {
@@ -107,6 +113,7 @@ pub fn select(
                 .as_ref()
                 .is_none_or(|c| c.contains_key(&view.address));
         if keep {
+            view.suspect = suspect_reason(store, &suspects, &view.key);
             view.conflicting_key = conflicts
                 .as_ref()
                 .and_then(|c| c.get(&view.address).cloned());
@@ -114,6 +121,17 @@ pub fn select(
         }
     }
     Ok(out)
+}
+
+/// The reason a marker gives for not serving `key`'s entry, if one condemns the entry there now.
+fn suspect_reason(
+    store: &Store,
+    suspects: &std::collections::HashMap<String, crate::store::Suspect>,
+    key: &str,
+) -> Option<String> {
+    let key = crate::store::CacheKey::parse(key).ok()?;
+    suspects.get(key.digest().as_str())?;
+    store.suspect(&key).ok().flatten().map(|s| s.reason)
 }
 
 /// Aligned rows, grouped by address path (mapped keys indented below it).
@@ -162,6 +180,10 @@ pub fn table(views: &[AddressView]) -> String {
                     "\n  {}  conflict: the run brought {theirs}",
                     pad("", width)
                 );
+            }
+            if let Some(reason) = &v.suspect {
+                let first = reason.lines().next().unwrap_or_default();
+                let _ = write!(out, "\n  {}  suspect: {first}", pad("", width));
             }
             out.push('\n');
         }

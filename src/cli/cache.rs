@@ -77,10 +77,11 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             .render("clear", json)?,
         Command::Show { what, json } => {
             let meta = stored::require(&store, &what)?;
+            let suspect = stored::suspect_of(&store, &meta)?;
             if json {
-                stored::json(&meta)?
+                stored::json(&meta, suspect.as_ref())?
             } else {
-                stored::text(&meta)
+                stored::text(&meta, suspect.as_ref())
             }
         }
         Command::Adopt { run, json } => addresses::adopt(&store, &run)?.render("adopt", json)?,

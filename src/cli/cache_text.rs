@@ -122,6 +122,14 @@ pub(super) fn stats_text(stats: &Stats) -> String {
             ),
         ),
     ]);
+    let a = &stats.audits;
+    rows.push((
+        "hit audits",
+        format!(
+            "{} ({} confirmed, {} false hits, {} nondeterministic)",
+            a.run, a.confirmed, a.false_hits, a.nondeterministic
+        ),
+    ));
     let mut out = String::new();
     for (label, value) in rows {
         let _ = writeln!(out, "{label:<19} {value}");
@@ -143,8 +151,8 @@ pub(super) fn gc_text(r: &GcReport) -> String {
     );
     let _ = writeln!(
         out,
-        "removed {} stale temporary files, {} old quarantined files, {} unused lock files",
-        r.tmp_removed, r.quarantine_removed, r.locks_removed
+        "removed {} stale temporary files, {} old quarantined files, {} unused lock files, {} stale suspect marks",
+        r.tmp_removed, r.quarantine_removed, r.locks_removed, r.suspects_removed
     );
     out
 }
@@ -194,9 +202,10 @@ pub(super) fn table(entries: &[EntrySummary]) -> String {
         let _ = writeln!(
             out,
             "{:<7} {:>12}  {:<20}  {}",
-            match e.state {
-                EntryState::Ok => "ok",
-                EntryState::Failed => "failed",
+            match (e.state, &e.suspect) {
+                (_, Some(_)) => "suspect",
+                (EntryState::Ok, None) => "ok",
+                (EntryState::Failed, None) => "failed",
             },
             e.artefact_size,
             utc(e.last_used_ms),

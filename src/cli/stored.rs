@@ -1,5 +1,5 @@
-//! A stored entry's record, found by key (`<name>-<64 hex>`) or by address: `cache show` and
-//! `why KEY1 KEY2`.
+//! A stored entry's record, found by key (`<name>-<64 hex>`) or by address: `cache show` (with
+//! the mark of a suspect entry) and `why KEY1 KEY2`.
 
 use super::error::CliError;
 use super::key::explain_lines;
@@ -7,7 +7,7 @@ use super::output::utc;
 use super::show_exec::ExecShown;
 use crate::key::KeyRecord;
 use crate::runs::Registry;
-use crate::store::{CacheKey, Digest, EntryMeta, EntryState, Store};
+use crate::store::{CacheKey, Digest, EntryMeta, EntryState, Store, Suspect};
 use anyhow::anyhow;
 use std::fmt::Write as _;
 
@@ -60,19 +60,31 @@ struct Shown<'a> {
     /// An exec entry's compiler, arguments, environment and input.
     #[serde(skip_serializing_if = "Option::is_none")]
     exec: Option<ExecShown>,
+    /// Why a hit audit stopped serving the entry (never served again), if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    suspect: Option<&'a Suspect>,
 }
 
 /// `cache show` as JSON.
-pub fn json(meta: &EntryMeta) -> Result<String, CliError> {
+pub fn json(meta: &EntryMeta, suspect: Option<&Suspect>) -> Result<String, CliError> {
     super::output::json_text(&Shown {
         schema: SHOW_SCHEMA,
         meta,
         exec: ExecShown::of(&meta.ingredients),
+        suspect,
+    })
+}
+
+/// The marker that stops `meta`'s entry from being served, if one does.
+pub fn suspect_of(store: &Store, meta: &EntryMeta) -> Result<Option<Suspect>, CliError> {
+    Ok(match CacheKey::parse(&meta.key) {
+        Ok(key) => store.suspect(&key)?,
+        Err(_) => None,
     })
 }
 
 /// `cache show` as text: the entry, an exec entry's compilation, then its record's trace.
-pub fn text(meta: &EntryMeta) -> String {
+pub fn text(meta: &EntryMeta, suspect: Option<&Suspect>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "key          {}", meta.key);
     let _ = writeln!(
@@ -95,6 +107,14 @@ pub fn text(meta: &EntryMeta) -> String {
         meta.artefact_size, meta.payload_sha256
     );
     let _ = writeln!(out, "created      {}", utc(meta.created_ms));
+    if let Some(suspect) = suspect {
+        let _ = writeln!(
+            out,
+            "suspect      not served since {}: {}",
+            utc(suspect.marked_ms),
+            suspect.reason.replace('\n', "\n             ")
+        );
+    }
     if let Some(exec) = ExecShown::of(&meta.ingredients) {
         out.push_str(&exec.text());
     }

@@ -17,8 +17,13 @@ pub fn explain_miss(store: &Store, key: &CacheKey, record: &KeyRecord) {
         store.count_miss_reason("new");
         return;
     };
+    if nearest.key == key.to_string() && nearest.suspect.is_some() {
+        tracing::info!("compiling {key} again: a hit audit found its entry false (suspect)");
+        store.count_miss_reason("suspect");
+        return;
+    }
     if nearest.key == key.to_string() {
-        // Only a remembered failure is both present and a miss: it is being retried.
+        // Else only a remembered failure is both present and a miss: it is being retried.
         tracing::info!("retrying the remembered failure of {key} (--retry_failed_compilation)");
         return;
     }
