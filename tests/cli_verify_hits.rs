@@ -313,3 +313,34 @@ fn wrap_audits_a_hit_too() {
     assert!(s.output().ends_with("scale=2\n"));
     assert_eq!(s.stats()["audits"]["false_hits"], 1);
 }
+
+#[test]
+fn cache_list_marks_the_suspect_entry_at_its_address() {
+    let s = Setup::new(READS_MODEL_SCALE);
+    let at = |run: &str| ["--address", "t/answer", "--run", run].map(str::to_owned);
+    ok(s.exec(&at("r1").each_ref().map(String::as_str), &[])
+        .env("MODEL_SCALE", "1")
+        .output()
+        .unwrap());
+    let mut audited = at("r2").to_vec();
+    audited.extend(["--verify-hits".to_owned(), "1".to_owned()]);
+    let audited: Vec<&str> = audited.iter().map(String::as_str).collect();
+    ok(s.exec(&audited, &[])
+        .env("MODEL_SCALE", "2")
+        .output()
+        .unwrap());
+    let listed = String::from_utf8(run(&mut s.cache(&["list"])).stdout).unwrap();
+    assert!(
+        listed.contains("suspect: false hit found by a hit audit: MODEL_SCALE: set differently"),
+        "{listed}"
+    );
+    let json: Value =
+        serde_json::from_slice(&run(&mut s.cache(&["list", "--json"])).stdout).unwrap();
+    assert!(
+        json[0]["suspect"]
+            .as_str()
+            .unwrap()
+            .contains("--env MODEL_SCALE"),
+        "{json}"
+    );
+}

@@ -87,15 +87,11 @@ impl Fingerprint {
     /// one line each, with what to do about it where there is something.
     pub fn differences(&self, stored: &Fingerprint) -> Vec<String> {
         let mut lines = Vec::new();
-        let names: std::collections::BTreeSet<&String> =
-            self.env.keys().chain(stored.env.keys()).collect();
-        for name in names {
-            let how = match (stored.env.get(name), self.env.get(name)) {
-                (Some(then), Some(now)) if then == now => continue,
-                (Some(_), Some(_)) => "set differently",
-                (None, Some(_)) => "set now, unset when the entry was stored,",
-                (Some(_), None) => "unset now, set when the entry was stored,",
-                (None, None) => continue,
+        for (name, change) in changes(&stored.env, &self.env) {
+            let how = match change {
+                Change::Different => "set differently",
+                Change::Appeared => "set now, unset when the entry was stored,",
+                Change::Vanished => "unset now, set when the entry was stored,",
             };
             lines.push(format!(
                 "{name}: {how} and not in the key; add `--env {name}`"
@@ -119,15 +115,11 @@ impl Fingerprint {
                 short(self.compiler_sha256.as_deref()),
             ));
         }
-        let files: std::collections::BTreeSet<&String> =
-            self.files.keys().chain(stored.files.keys()).collect();
-        for file in files {
-            let how = match (stored.files.get(file), self.files.get(file)) {
-                (Some(then), Some(now)) if then == now => continue,
-                (Some(_), Some(_)) => "its contents changed",
-                (None, Some(_)) => "it exists now, not when the entry was stored",
-                (Some(_), None) => "it is gone now",
-                (None, None) => continue,
+        for (file, change) in changes(&stored.files, &self.files) {
+            let how = match change {
+                Change::Different => "its contents changed",
+                Change::Appeared => "it exists now, not when the entry was stored",
+                Change::Vanished => "it is gone now",
             };
             lines.push(format!(
                 "{file}: {how}; the key holds its name, not its contents (pass a digest of it with --custom-hook)"
@@ -135,6 +127,34 @@ impl Fingerprint {
         }
         lines
     }
+}
+
+/// How a recorded name's value moved between two fingerprints.
+enum Change {
+    Different,
+    Appeared,
+    Vanished,
+}
+
+/// The names whose values differ between `then` and `now`, in name order.
+fn changes<'a, V: PartialEq>(
+    then: &'a BTreeMap<String, V>,
+    now: &'a BTreeMap<String, V>,
+) -> Vec<(&'a str, Change)> {
+    let names: std::collections::BTreeSet<&String> = then.keys().chain(now.keys()).collect();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let change = match (then.get(name), now.get(name)) {
+                (Some(a), Some(b)) if a == b => return None,
+                (Some(_), Some(_)) => Change::Different,
+                (None, Some(_)) => Change::Appeared,
+                (Some(_), None) => Change::Vanished,
+                (None, None) => return None,
+            };
+            Some((name.as_str(), change))
+        })
+        .collect()
 }
 
 /// Digests of the existing regular files the arguments name (`PATH` or `--flag=PATH`).

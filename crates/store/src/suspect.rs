@@ -124,7 +124,7 @@ impl Store {
             ms_to_system_time(marker.marked_ms),
             self.settings().fsync,
         )?;
-        warn!(
+        info!(
             "Marked the cache entry {key} at {} suspect: it is no longer served ({})",
             self.layout().entry_path(key.digest()).display(),
             marker.reason
