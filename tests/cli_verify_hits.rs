@@ -343,4 +343,22 @@ fn cache_list_marks_the_suspect_entry_at_its_address() {
             .contains("--env MODEL_SCALE"),
         "{json}"
     );
+    // The address's record keeps what the audit found.
+    let settings = mlir_cache_key::store::Settings {
+        cache_dir: s.path("cache"),
+        ..Default::default()
+    };
+    let store = mlir_cache_key::store::Store::open(&settings).unwrap();
+    let registry = mlir_cache_key::runs::Registry::open(&store).unwrap();
+    let record = registry
+        .address("t/answer")
+        .unwrap()
+        .expect("the address")
+        .record;
+    assert_eq!(record["audit"]["outcome"], "false hit", "{record}");
+    let explanation = record["audit"]["explanation"].as_str().unwrap();
+    assert!(
+        explanation.contains("add `--env MODEL_SCALE`"),
+        "{explanation}"
+    );
 }
