@@ -165,16 +165,6 @@ impl Store {
         })
     }
 
-    /// True when a marker condemns `payload` under `key` (a remote tier may still hold it).
-    pub fn is_suspect_payload(&self, key: &CacheKey, payload: &[u8]) -> bool {
-        use sha2::{Digest as _, Sha256};
-        let Some(marker) = read_marker(&self.layout().suspect_path(key.digest())) else {
-            return false;
-        };
-        marker.key == key.to_string()
-            && marker.payload_sha256 == hex::encode(Sha256::digest(payload))
-    }
-
     /// Every marker by digest (for `cache list`; matched to rows by key and creation time).
     pub fn suspects(&self) -> Result<HashMap<String, Suspect>> {
         let dir = self.layout().suspect_dir();

@@ -120,8 +120,6 @@ impl Tiered {
         for remote in &self.remotes {
             match self.remote_lookup(remote, key, true)? {
                 Lookup::Miss => {}
-                // A remote tier still holds what an audit condemned here.
-                Lookup::Hit(a) if self.local.is_suspect_payload(key, &a.bytes) => {}
                 found => return Ok(found),
             }
         }
@@ -313,6 +311,11 @@ impl Tiered {
                 return Ok(Lookup::Miss);
             }
         };
+        // A remote tier may still hold what a hit audit condemned here.
+        if self.local.suspect_of(&meta).is_some() {
+            self.count_miss(first_look);
+            return Ok(Lookup::Miss);
+        }
         if meta.key != key.to_string() {
             info!(
                 "No candidate found on {}: it holds {}, not {key}",
