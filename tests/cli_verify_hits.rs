@@ -362,3 +362,22 @@ fn cache_list_marks_the_suspect_entry_at_its_address() {
         "{explanation}"
     );
 }
+
+#[test]
+fn an_audit_whose_compile_fails_serves_the_stored_artefact_unaudited() {
+    // With FAIL set, the compiler empties its output and fails.
+    let s = Setup::new("if [ -n \"$FAIL\" ]; then : > \"$2\"; exit 3; fi; cat \"$1\" > \"$2\"");
+    ok(s.exec(&[], &[]).output().unwrap());
+    let stored = s.output();
+    let said = ok(s
+        .exec(&["--verify-hits", "1"], &[])
+        .env("FAIL", "1")
+        .output()
+        .unwrap());
+    assert!(
+        said.contains("serving the stored artefact unaudited"),
+        "{said}"
+    );
+    assert_eq!(s.output(), stored);
+    assert_eq!(s.stats()["audits"]["run"], 0);
+}

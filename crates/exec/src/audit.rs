@@ -85,7 +85,7 @@ pub fn audit_hit(
         mck_store::write_file(&request.output, &stored, crate::run::OUTPUT_MODE)?;
         Ok(None)
     };
-    let first = match fresh(request)? {
+    let first = match fresh(request) {
         Ok(bytes) => bytes,
         Err(why) => return restore(why),
     };
@@ -96,7 +96,7 @@ pub fn audit_hit(
             explanation: None,
         }
     } else {
-        match fresh(request)? {
+        match fresh(request) {
             Ok(second) if second == first => false_hit(store, request, key, stored_ingredients),
             Ok(_) | Err(_) => {
                 tracing::warn!(
@@ -146,13 +146,15 @@ fn false_hit(
     }
 }
 
-/// One fresh compile: its artefact, or why there is none.
-fn fresh(request: &ExecRequest) -> Result<Result<Vec<u8>, String>, ExecError> {
-    Ok(match compiler::run(&request.command, &request.output)? {
-        Outcome::Success(bytes) => Ok(bytes),
-        Outcome::Failed(f) => Err(format!("exit status {}", f.exit_status.unwrap_or(1))),
-        Outcome::Killed(signal) => Err(format!("killed by signal {signal}")),
-    })
+/// One fresh compile: its artefact, or why there is none (a compiler that cannot even run
+/// leaves the hit unaudited, not the exec failed).
+fn fresh(request: &ExecRequest) -> Result<Vec<u8>, String> {
+    match compiler::run(&request.command, &request.output) {
+        Ok(Outcome::Success(bytes)) => Ok(bytes),
+        Ok(Outcome::Failed(f)) => Err(format!("exit status {}", f.exit_status.unwrap_or(1))),
+        Ok(Outcome::Killed(signal)) => Err(format!("killed by signal {signal}")),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 #[cfg(test)]
