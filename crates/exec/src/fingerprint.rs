@@ -22,6 +22,9 @@ const MAX_FILES: usize = 64;
 const MAX_DIGESTED: u64 = 256 << 20;
 /// Our own variables (the audit's seed, the settings) do not change a compiler's output.
 const OWN_PREFIX: &str = "MLIR_CACHE_KEY_";
+/// A shell's bookkeeping, which changes between any two runs (the working directory is
+/// recorded on its own).
+const SHELL_BOOKKEEPING: &[&str] = &["_", "OLDPWD", "PWD", "SHLVL"];
 
 /// What the key leaves out, as recorded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,7 +54,9 @@ impl Fingerprint {
         let env = std::env::vars_os()
             .filter_map(|(name, value)| {
                 let name = name.into_string().ok()?;
-                let unkeyed = !keyed(&name) && !name.starts_with(OWN_PREFIX);
+                let unkeyed = !keyed(&name)
+                    && !name.starts_with(OWN_PREFIX)
+                    && !SHELL_BOOKKEEPING.contains(&name.as_str());
                 (unkeyed && name.len() <= MAX_NAME_LEN)
                     .then(|| (name, hex::encode(Sha256::digest(value.as_encoded_bytes()))))
             })
