@@ -3,7 +3,9 @@ programs placed elsewhere.
 
 Run with the JAX 0.12.0.1 venv (CPU-only is enough):
 
-    /work/wt/venv/bin/python scripts/gen-kernel-relocations.py [DATA_DIR]
+    target/py-matrix/0.12.0.1/bin/python scripts/gen-kernel-relocations.py [DATA_DIR]
+
+(`scripts/python-matrix.sh 0.12.0.1` makes that venv.)
 
 The Triton sweep (`gen-triton-sweep.py`) moves kernels between three files
 that differ in path and line offset only. Here every kernel is lowered from

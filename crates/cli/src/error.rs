@@ -58,7 +58,7 @@ impl Failure {
             }
             Failure::Other => "other errors: internal, I/O outside the cache (EX_SOFTWARE)",
             Failure::Cache => {
-                "the cache could not be opened or used: permissions, symlink, disk (EX_IOERR)"
+                "the cache could not be opened or used: permissions, symlink, disk (EX_IOERR); exec and wrap bypass the cache instead unless cache_errors=fail"
             }
             Failure::Conflict => {
                 "a cache conflict at an address: resolve it, then rerun (EX_TEMPFAIL)"
