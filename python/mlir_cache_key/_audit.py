@@ -119,16 +119,16 @@ def settle(cache, key: str, outcome: str, stored: bytes, fresh: bytes,
                        "nondeterministic for it (two fresh compiles differ); using a fresh "
                        "one, the stored entry is not blamed", what, key)
     elif outcome == FALSE_HIT:
-        reason = (f"false hit: two identical fresh compiles ({len(fresh)} bytes, sha256 "
+        reason = (f"false hit: two agreeing fresh compiles ({len(fresh)} bytes, sha256 "
                   f"{_digest(fresh)}) differ from the stored artefact ({len(stored)} bytes, "
                   f"sha256 {_digest(stored)})")
         cache.mark_suspect(key, reason)
-        logger.warning("mlir-cache-key: FALSE HIT of %s with key %r: the stored entry %s "
-                       "(%d bytes, sha256 %s) is not what this program compiles to (two "
-                       "identical fresh compiles: %d bytes, sha256 %s); using the fresh "
-                       "executable, and the entry is marked suspect in %s and never served "
-                       "again", what, key, key, len(stored), _digest(stored), len(fresh),
-                       _digest(fresh), cache.path)
+        logger.warning("mlir-cache-key: FALSE HIT of %s with key %r: the entry stored under it in "
+                       "%s (%d bytes, sha256 %s) is not what two agreeing fresh compiles give "
+                       "(%d bytes, sha256 %s); using the fresh one, and the entry is marked "
+                       "suspect, never served again (`mlir-cache-key cache show %s`)",
+                       what, key, cache.path, len(stored), _digest(stored), len(fresh),
+                       _digest(fresh), key)
 
 
 def _audited(cache, rate: float, key: str, stored: Built, compile_fresh,
