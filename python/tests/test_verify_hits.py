@@ -2,7 +2,7 @@
 executables of the same module are the same optimized program in two processes,
 though not always the same bytes), `install(verify_hits=)` in real
 processes (rate 1 confirms, a poisoned entry is caught and never served again,
-rate 0 never recompiles) and `Cache.compile_once(verify_rate=)` without JAX
+rate 0 never recompiles, a fractional rate lands near its share of hits) and `Cache.compile_once(verify_rate=)` without JAX
 (confirmed, false hit, nondeterministic, a fractional rate with a fixed seed)."""
 
 import json
@@ -49,7 +49,10 @@ x = np.arange(64.0, dtype=np.float32)
 expected = dict(f=float(np.sum(np.sin(x) * 2.0 + 1.0)), g=float(np.sum(np.cos(x) * 3.0 - 1.0)))
 out = {}
 for name in spec["programs"]:
-    out[name] = float(jax.jit(dict(f=f, g=g)[name])(x))
+    for i in range(spec.get("repeat", 1)):
+        if i:
+            jax.clear_caches()  # the next call reads the persistent cache again
+        out[name] = float(jax.jit(dict(f=f, g=g)[name])(x))
 lines = log.take()
 keys = {}
 for level, text in lines:
@@ -66,9 +69,9 @@ report(out=out, expected=expected, compiled=COMPILED, programs=PROGRAMS, keys=ke
 """
 
 
-def run_programs(tmp_path, cache_dir, programs, **spec):
+def run_programs(tmp_path, cache_dir, programs, env=None, **spec):
     spec = dict(cache_dir=str(cache_dir), programs=programs, **spec)
-    return run(tmp_path, RUN_PROGRAMS, args=[json.dumps(spec)])
+    return run(tmp_path, RUN_PROGRAMS, env=env, args=[json.dumps(spec)])
 
 
 def hits(result):
@@ -123,6 +126,16 @@ def test_rate_zero_never_compiles_a_hit(tmp_path, cache_dir):
     assert hits(unaudited) == 1 and unaudited["compiled"] == []
     # What it ran is what was stored: g's executable (why audits exist).
     assert unaudited["out"]["f"] == pytest.approx(poisoned["expected"]["g"], rel=1e-5)
+
+
+def test_a_fractional_rate_audits_near_its_share_of_hits(tmp_path, cache_dir):
+    run_programs(tmp_path, cache_dir, ["f"])
+    sampled = run_programs(tmp_path, cache_dir, ["f"], rate=0.5, repeat=40,
+                           env={_audit.SEED_VARIABLE: "27"})
+    assert hits(sampled) == 40 and close(sampled, "f")
+    audited = len(sampled["compiled"])
+    assert 10 <= audited <= 30, audited
+    assert sampled["stats"]["audits"]["run"] == sampled["stats"]["audits"]["confirmed"] == audited
 
 
 def test_install_refuses_a_rate_outside_zero_to_one(tmp_path):
