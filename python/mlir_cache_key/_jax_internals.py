@@ -22,13 +22,15 @@ Common to every release:
   `extract_executable_and_time`, `is_persistent_cache_enabled`, `logger`;
   `VerificationCache` from 0.9.1;
 - `jax._src.compilation_cache_interface.CacheInterface`;
-- `jax._src.compiler`: `_compile_and_write_cache` and
+- `jax._src.compiler`: `_compile_and_write_cache`, `_cache_read` and
   `log_persistent_cache_miss` (replaced), `log_persistent_cache_hit`,
   `backend_compile_and_load`, `get_compile_options` (the probe), `logger`;
 - `jax._src.config`: the cache settings read through `setting()`;
   `jax._src.distributed.global_state`; `jax._src.monitoring`;
 - jaxlib: `jax._src.lib.mlir.ir` and `passmanager`, `jax._src.lib.tpu`,
-  `xla_client.get_topology_for_devices`, `_jax.JaxRuntimeError`.
+  `xla_client.get_topology_for_devices`, `_jax.JaxRuntimeError`;
+  `HloPrintOptions` (`jaxlib._hlo` from 0.10, else `xla_client._xla`) and a
+  loaded executable's `hlo_modules()`, to compare audited hits.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ _COMMON = (
     "compilation_cache:is_persistent_cache_enabled", "compilation_cache:logger",
     "compilation_cache_interface:CacheInterface",
     "compiler:_compile_and_write_cache", "compiler:log_persistent_cache_miss",
+    "compiler:_cache_read",
     "compiler:log_persistent_cache_hit", "compiler:backend_compile_and_load",
     "compiler:get_compile_options", "compiler:logger",
     "config:compilation_cache_include_metadata_in_key",
@@ -382,6 +385,39 @@ def load_entry(value: bytes, backend, executable_devices, compile_options, host_
     return executable, compile_time
 
 
+def serialized_executable(value: bytes) -> bytes:
+    """The serialized executable of a cache value (without its compile time)."""
+    cc = compilation_cache
+    return cc.extract_executable_and_time(cc.decompress_executable(value))[0]
+
+
+def _hlo_print_options():
+    """HLO printing options of the release: `jaxlib._hlo` from 0.10, before
+    that `xla_client._xla`."""
+    try:
+        from jaxlib._hlo import HloPrintOptions
+    except ImportError:
+        HloPrintOptions = xla_client._xla.HloPrintOptions
+    options = HloPrintOptions.short_parsable()
+    options.print_metadata = False
+    return options
+
+
+def optimized_program(executable) -> str:
+    """An executable's optimized HLO modules without metadata (source
+    locations): the same for the same module and options in every process,
+    where the serialized bytes are not (docs/jax-releases.md)."""
+    options = _hlo_print_options()
+    return "\n".join(m.to_string(options) for m in executable.hlo_modules())
+
+
+def can_audit(computation: bytes, callbacks_given: bool) -> bool:
+    """Whether a hit can be compiled again as JAX compiled it: up to 0.10
+    `_cache_read` is not given the host callbacks, so a module with callbacks
+    (which a fresh compile would lack) is not audited there."""
+    return callbacks_given or b"callback" not in computation
+
+
 def verification_cache(cache):
     return compilation_cache.VerificationCache(cache)  # only reached when check_contents()
 
@@ -413,15 +449,17 @@ class Patches:
 
 
 def patch_cache(patches: Patches, *, get_cache_key, get_file_cache, compile_and_write_cache,
-                log_persistent_cache_miss) -> dict:
+                log_persistent_cache_miss, cache_read) -> dict:
     """Routes JAX's persistent cache through the given functions; returns the
     originals the replacements fall back to."""
     originals = dict(
         compile_and_write_cache=compiler._compile_and_write_cache,
         log_persistent_cache_miss=compiler.log_persistent_cache_miss,
+        cache_read=compiler._cache_read,
     )
     patches.set(compilation_cache, "get_cache_key", get_cache_key)
     patches.set(compilation_cache, "get_file_cache", get_file_cache)
     patches.set(compiler, "_compile_and_write_cache", compile_and_write_cache)
     patches.set(compiler, "log_persistent_cache_miss", log_persistent_cache_miss)
+    patches.set(compiler, "_cache_read", cache_read)
     return originals

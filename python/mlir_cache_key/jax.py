@@ -8,7 +8,8 @@ After `install()`, JAX's cache keys come from `key()` (in mode "jax" byte for
 byte `jax._src.cache_key.get`), entries live in our store (TTL, size cap,
 optional shared remote tier), a key is compiled by one process at a time
 (others wait on the store's lock and load the result), and a miss is explained
-in JAX's log against the nearest stored entry of the same module.
+in JAX's log against the nearest stored entry of the same module; with
+`verify_hits=RATE` a sampled hit is compiled again and compared (`_audit`).
 `uninstall()` puts JAX's own cache back. Works on JAX 0.8.0 … 0.12.0.1: the
 private names of each release are a table in `_jax_internals`, all resolved
 at import; `key()` takes that release's callback argument
@@ -28,6 +29,7 @@ import time
 import warnings
 from dataclasses import dataclass
 
+from . import _audit
 from . import _jax_internals as J
 from ._canonical import MODES, canonical_bytes, canonical_text
 
@@ -188,8 +190,11 @@ else:
 
 
 class _Installed:
-    def __init__(self, cache, path, mode, explain, set_dir):
+    def __init__(self, cache, path, mode, explain, set_dir, verify_hits=0.0):
         self.cache = cache
+        self.verify_hits = verify_hits
+        # Values just read for hits that may be audited, by key (`_cache_read` takes them).
+        self.read_values: dict[str, bytes] = {}
         self.path = path
         self.mode = mode
         self.explain = explain
@@ -213,6 +218,16 @@ class _Installed:
         with self.lock:
             self.recent.pop(cache_key, None)
 
+    def keep_read(self, cache_key: str, value: bytes) -> None:
+        with self.lock:
+            if len(self.read_values) >= _RECENT_KEYS:
+                self.read_values.clear()
+            self.read_values[cache_key] = value
+
+    def take_read(self, cache_key: str) -> bytes | None:
+        with self.lock:
+            return self.read_values.pop(cache_key, None)
+
 
 _state: _Installed | None = None
 _install_lock = threading.Lock()
@@ -228,10 +243,13 @@ class _StoreCache(J.CacheInterface):
 
     def get(self, key):
         try:
-            return self._state.cache.get(key)
+            value = self._state.cache.get(key)
         except OSError as ex:  # a cache that breaks mid-run reads as a miss
             _log.warning("mlir-cache-key: cannot read the cache (%s); compiling", ex)
             return None
+        if value is not None and self._state.verify_hits > 0:
+            self._state.keep_read(key, value)
+        return value
 
     def put(self, key, value):
         computed = self._state.recalled(key)
@@ -370,6 +388,28 @@ def _compile_and_write_cache(backend, computation, executable_devices, compile_o
     return executable
 
 
+def _cache_read(module_name, cache_key, compile_options, backend, executable_devices,
+                *host_callbacks):
+    """JAX's read of a hit, audited at the installed `verify_hits` rate
+    (`host_callbacks`: passed from 0.11 only)."""
+    executable, compile_time = _originals["cache_read"](
+        module_name, cache_key, compile_options, backend, executable_devices, *host_callbacks)
+    state = _state
+    value = state.take_read(cache_key) if state is not None else None
+    computed = state.recalled(cache_key) if value is not None else None
+    if executable is None or computed is None or not J.can_audit(computed.computation,
+                                                                  bool(host_callbacks)):
+        return executable, compile_time
+    callbacks = host_callbacks[0] if host_callbacks else []
+    executable = _audit.audit_jax_hit(
+        state.cache, state.verify_hits, module_name, cache_key, executable,
+        J.serialized_executable(value),
+        lambda: J.backend_compile_and_load(backend, computed.module, executable_devices,
+                                           compile_options, callbacks),
+        J.optimized_program, J.compiler_logger)
+    return executable, compile_time
+
+
 def _get_file_cache(path):
     cache = _StoreCache(_state)
     if J.check_contents():
@@ -403,7 +443,7 @@ def _check_probe(mode: str) -> None:
 
 
 def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
-            size=None, ttl_days=None, explain=True) -> None:
+            size=None, ttl_days=None, explain=True, verify_hits=0.0) -> None:
     """Routes JAX's persistent compilation cache through mlir-cache-key.
 
     `cache_dir` defaults to `jax_compilation_cache_dir`, then to the store's
@@ -411,11 +451,15 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
     ours, so JAX's settings keep their meaning. `mode` "jax" gives JAX's keys
     exactly; "canonical" goes further and never shares a key with "jax".
     `explain` logs what moved on a miss (WARNING with
-    `jax_explain_cache_misses`, else DEBUG). Calling it again reinstalls.
+    `jax_explain_cache_misses`, else DEBUG). `verify_hits` (0 to 1) is the
+    share of hits compiled again and compared with the stored executable: a
+    false hit is logged (WARNING), the fresh executable used and the entry
+    never served again. Calling it again reinstalls.
     """
     global _state
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    verify_hits = _audit.check_rate(verify_hits)
     native = _native()  # fails loudly before anything is touched
     _check_probe(mode)  # likewise
     with _install_lock:
@@ -431,7 +475,8 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
             warnings.warn(f"mlir-cache-key: not installed, the cache is unusable: {ex}",
                           RuntimeWarning, stacklevel=2)
             return
-        state = _Installed(cache, cache.path, mode, explain, set_dir=not jax_dir)
+        state = _Installed(cache, cache.path, mode, explain, set_dir=not jax_dir,
+                           verify_hits=verify_hits)
         try:
             if state.set_dir:
                 J.update_setting("jax_compilation_cache_dir", state.path)
@@ -441,6 +486,7 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
                 get_file_cache=_get_file_cache,
                 compile_and_write_cache=_compile_and_write_cache,
                 log_persistent_cache_miss=_log_persistent_cache_miss,
+                cache_read=_cache_read,
             ))
             _state = state
             J.reset_cache()  # JAX opens its cache again, through ours

@@ -3,6 +3,9 @@
 //! and the store (`Cache`, with the one compile-once API). Work that does not
 //! touch Python objects runs with the interpreter detached, so other threads
 //! go on while a key is hashed or a process waits for another's compile.
+//! Audited hits (`verify_rate`, `mark_suspect`, `record_audit`) are in `audit`.
+
+mod audit;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -344,17 +347,22 @@ impl Cache {
     /// a time per key: others wait (up to `lock_timeout`) and get what it
     /// stored. `compile_fn` returns bytes (stored), or None (nothing stored;
     /// None is returned); its exception propagates and nothing is stored.
-    #[pyo3(signature = (key, compile_fn, record = None))]
+    /// `verify_rate` (0 to 1) is the share of hits audited: `compile_fn` runs
+    /// again and a false hit serves its bytes and stops serving the entry.
+    #[pyo3(signature = (key, compile_fn, record = None, verify_rate = 0.0))]
     fn compile_once<'py>(
-        &self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         key: &str,
         compile_fn: Py<PyAny>,
         record: Option<&str>,
+        verify_rate: f64,
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let py = slf.py();
+        let this = slf.get();
+        let verify_rate = audit::check_rate(verify_rate)?;
         let key = parse_key(key)?;
         let ingredients = ingredients(record)?;
-        let Some(tiered) = &self.tiered else {
+        let Some(tiered) = &this.tiered else {
             let value = compile_fn.call0(py)?.into_bound(py);
             return if value.is_none() {
                 Ok(None)
@@ -363,7 +371,7 @@ impl Cache {
             };
         };
         let served = py.detach(|| {
-            tiered.compile_once(&key, &ingredients, self.lock_timeout, || {
+            tiered.compile_once(&key, &ingredients, this.lock_timeout, || {
                 Python::attach(|py| {
                     let value = compile_fn.call0(py).map_err(CompileError::Python)?;
                     if value.is_none(py) {
@@ -377,12 +385,40 @@ impl Cache {
             })
         });
         match served {
+            Ok(Served::Cached(artefact)) if verify_rate > 0.0 => Ok(Some(audit::audit_hit(
+                slf.as_any(),
+                &key.to_string(),
+                &artefact.bytes,
+                &compile_fn,
+                verify_rate,
+            )?)),
             Ok(Served::Cached(artefact)) => Ok(Some(PyBytes::new(py, &artefact.bytes))),
             Ok(Served::Fresh(Compiled::Success(bytes))) => Ok(Some(PyBytes::new(py, &bytes))),
             Ok(_) => Ok(None),
             Err(CompileError::Store(e)) => Err(store_error(e)),
             Err(CompileError::Python(e)) => Err(e),
         }
+    }
+
+    /// Stops serving the entry under `key` (an audit found a false hit): it
+    /// stays on disk, reads as a miss, and `reason` is shown by `cache show`.
+    fn mark_suspect(&self, py: Python<'_>, key: &str, reason: &str) -> PyResult<()> {
+        let key = parse_key(key)?;
+        let Some(tiered) = &self.tiered else {
+            return Ok(());
+        };
+        py.detach(|| tiered.local().mark_suspect(&key, reason))
+            .map_err(store_error)
+    }
+
+    /// Counts one hit audit in `cache stats`: "confirmed", "false_hit" or
+    /// "nondeterministic".
+    fn record_audit(&self, py: Python<'_>, outcome: &str) -> PyResult<()> {
+        let outcome = audit::parse_outcome(outcome)?;
+        if let Some(tiered) = &self.tiered {
+            py.detach(|| tiered.local().record_audit(outcome));
+        }
+        Ok(())
     }
 
     /// The record stored with the most recently used other entry of the same
