@@ -19,6 +19,7 @@ use super::evict::EvictReport;
 use super::index::{Counter, ListFilter, Row, SortBy};
 use super::key::Digest;
 use super::lock;
+use super::prefetch_list::PrefetchCounters;
 use super::rebuild::{self, Depth, RebuildReport};
 
 /// A temporary file untouched for this long belongs to a dead writer.
@@ -74,6 +75,8 @@ pub struct Stats {
     pub remote_authenticated: bool,
     /// Values refused for a missing or wrong HMAC tag (with a secret).
     pub remote_unauthenticated: u64,
+    /// Executables loaded ahead of a warm start, and whether the program used them.
+    pub prefetch: PrefetchCounters,
 }
 
 /// One entry as listed.
@@ -173,6 +176,7 @@ impl Store {
             remote_corrupt: get("remote_corrupt"),
             remote_authenticated: self.settings().remote.secret.is_some(),
             remote_unauthenticated: get("remote_unauthenticated"),
+            prefetch: PrefetchCounters::from_counters(get),
         })
     }
 
