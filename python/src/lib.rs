@@ -1,8 +1,11 @@
 //! `mlir_cache_key._native`: the MLIR-free crates for Python. The key library
 //! (`key_from_parts`, `why`), the dialect-free kernel stripper (`strip_kernel`)
-//! and the store (`Cache`, with the one compile-once API). Work that does not
-//! touch Python objects runs with the interpreter detached, so other threads
-//! go on while a key is hashed or a process waits for another's compile.
+//! and the store (`Cache`, with the one compile-once API; `prefetch`: each run's keys and
+//! the prefetch counters). Work that does not touch Python objects runs with the interpreter
+//! detached, so other threads go on while a key is hashed or a process waits for another's
+//! compile.
+
+mod prefetch;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -434,6 +437,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(key_from_parts, m)?)?;
     m.add_function(wrap_pyfunction!(why, m)?)?;
     m.add_function(wrap_pyfunction!(strip_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(prefetch::last_run_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(prefetch::record_run_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(prefetch::record_prefetch, m)?)?;
     m.add_class::<Cache>()?;
     Ok(())
 }
