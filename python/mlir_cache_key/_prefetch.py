@@ -119,7 +119,7 @@ class Prefetcher:
         self.largest_held = 0  # the largest single entry held
         self.closed = False
         self.slots: dict[str, _Slot] = {}
-        last = _native.last_run_keys(cache, identity, self.run)
+        last = _native.last_run_keys(cache, identity, except_run=self.run)
         if last is not None:
             self.slots = self._slots_of(*last)
         self.queue = list(self.slots.values())

@@ -9,18 +9,19 @@ use pyo3::types::PyDict;
 
 use super::{Cache, store_error, value_error};
 
-/// The keys the newest recorded run of `identity` other than `run` used, in order of first
-/// use, with the context (JSON text) recorded with them; None when there is no such run (or
-/// the cache is off).
+/// The keys the newest recorded run of `identity` other than `except_run` used, in order of
+/// first use, with the context (JSON text) recorded with them; None when there is no such run
+/// (or the cache is off).
 #[pyfunction]
+#[pyo3(signature = (cache, identity, *, except_run = ""))]
 pub fn last_run_keys(
     py: Python<'_>,
     cache: PyRef<'_, Cache>,
     identity: &str,
-    run: &str,
+    except_run: &str,
 ) -> Option<(Vec<String>, String)> {
     let tiered = cache.tiered.as_ref()?;
-    let last = py.detach(|| tiered.local().last_run_keys(identity, run))?;
+    let last = py.detach(|| tiered.local().last_run_keys(identity, except_run))?;
     Some((last.keys, last.context.to_string()))
 }
 
@@ -56,23 +57,12 @@ pub fn record_prefetch(
     let Some(tiered) = cache.tiered.as_ref() else {
         return Ok(());
     };
-    let get = |name: &str| -> PyResult<u64> {
+    let counts = PrefetchCounters::try_from_fn(|name| -> PyResult<u64> {
         match counts.map(|c| c.get_item(name)).transpose()?.flatten() {
             Some(value) => value.extract(),
             None => Ok(0),
         }
-    };
-    let counts = PrefetchCounters {
-        prefetched: get("prefetched")?,
-        prefetched_bytes: get("prefetched_bytes")?,
-        prefetched_ms: get("prefetched_ms")?,
-        used: get("used")?,
-        used_bytes: get("used_bytes")?,
-        used_ms: get("used_ms")?,
-        wasted: get("wasted")?,
-        wasted_bytes: get("wasted_bytes")?,
-        wasted_ms: get("wasted_ms")?,
-    };
+    })?;
     py.detach(|| tiered.local().record_prefetch(&counts));
     Ok(())
 }

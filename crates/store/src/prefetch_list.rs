@@ -79,34 +79,29 @@ pub struct PrefetchCounters {
 }
 
 impl PrefetchCounters {
-    fn fields(&self) -> [(&'static str, u64); 9] {
-        [
-            ("prefetched", self.prefetched),
-            ("prefetched_bytes", self.prefetched_bytes),
-            ("prefetched_ms", self.prefetched_ms),
-            ("used", self.used),
-            ("used_bytes", self.used_bytes),
-            ("used_ms", self.used_ms),
-            ("wasted", self.wasted),
-            ("wasted_bytes", self.wasted_bytes),
-            ("wasted_ms", self.wasted_ms),
-        ]
+    /// Each counter by its name (the JSON field's), in order.
+    pub fn fields(&self) -> Vec<(String, u64)> {
+        let value = serde_json::to_value(self).unwrap_or_default();
+        let fields = value.as_object().into_iter().flatten();
+        fields
+            .map(|(name, n)| (name.clone(), n.as_u64().unwrap_or(0)))
+            .collect()
+    }
+
+    /// The counters `get` gives by name (the first error stops).
+    pub fn try_from_fn<E>(mut get: impl FnMut(&str) -> Result<u64, E>) -> Result<Self, E> {
+        let mut map = serde_json::Map::new();
+        for (name, _) in PrefetchCounters::default().fields() {
+            let value = get(&name)?;
+            map.insert(name, value.into());
+        }
+        Ok(serde_json::from_value(map.into()).unwrap_or_default())
     }
 
     /// The counters among the event counters `read` returns by name.
     pub(crate) fn from_counters(read: impl Fn(&str) -> u64) -> Self {
-        let get = |name: &str| read(&format!("{PREFETCH_COUNTER_PREFIX}{name}"));
-        PrefetchCounters {
-            prefetched: get("prefetched"),
-            prefetched_bytes: get("prefetched_bytes"),
-            prefetched_ms: get("prefetched_ms"),
-            used: get("used"),
-            used_bytes: get("used_bytes"),
-            used_ms: get("used_ms"),
-            wasted: get("wasted"),
-            wasted_bytes: get("wasted_bytes"),
-            wasted_ms: get("wasted_ms"),
-        }
+        let get = |name: &str| Ok::<_, ()>(read(&format!("{PREFETCH_COUNTER_PREFIX}{name}")));
+        PrefetchCounters::try_from_fn(get).unwrap_or_default()
     }
 }
 
@@ -356,6 +351,14 @@ mod tests {
         let program = store(dir.path()).read_program("p");
         assert_eq!(program.runs.len(), RUNS_KEPT);
         assert!(program.runs.iter().all(|r| r.keys == vec![key(19)]));
+    }
+
+    #[test]
+    fn counters_have_their_field_names() {
+        let c = PrefetchCounters::try_from_fn(|name| Ok::<_, ()>(name.len() as u64)).unwrap();
+        assert_eq!((c.prefetched, c.used_ms, c.wasted_bytes), (10, 7, 12));
+        assert_eq!(c.fields().len(), 9);
+        assert_eq!(c.fields()[0], ("prefetched".to_owned(), 10));
     }
 
     #[test]
