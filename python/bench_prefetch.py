@@ -142,7 +142,7 @@ x = np.ones((256, 256), np.float32)
 compiled = f.lower(x).compile()
 exe = compiled._executable.xla_executable
 backend = jax.devices()[0].client
-serialized = backend.serialize_executable(exe) if hasattr(backend, "serialize_executable") else exe.serialize()
+serialized = exe.serialize()
 devices = xc.DeviceList(tuple(jax.devices()[:1]))
 from jax._src import compiler
 options = compiler.get_compile_options(num_replicas=1, num_partitions=1)

@@ -18,8 +18,8 @@ Common to every release:
   `_strip_mosaic_debug_info` (≥ 0.11);
 - `jax._src.compilation_cache`: `get_cache_key` and `get_file_cache`
   (replaced), `get_executable_and_time` (replaced with prefetch),
-  `reset_cache`, `zstandard`, `compress_executable`, `decompress_executable`, `combine_executable_and_time`,
-  `extract_executable_and_time`, `is_persistent_cache_enabled`, `logger`;
+  `reset_cache`, `zstandard`, `compress_executable`, `decompress_executable`,
+  `combine_executable_and_time`, `extract_executable_and_time`, `is_persistent_cache_enabled`, `logger`;
   `VerificationCache` from 0.9.1;
 - `jax._src.compilation_cache_interface.CacheInterface`;
 - `jax._src.compiler`: `_compile_and_write_cache` and
