@@ -258,8 +258,7 @@ class Prefetcher:
         context = None if host_callbacks else _context_of(backend, executable_devices,
                                                           compile_options)
         with self.lock:
-            first_use = cache_key not in self.asked
-            if first_use:
+            if cache_key not in self.asked:
                 self.asked[cache_key] = context
             slot = self.slots.get(cache_key)
             if slot is None or slot.state in ("taken", "dropped", "absent", "failed"):
@@ -268,7 +267,8 @@ class Prefetcher:
                 slot.state = "dropped"
                 slot.done.set()
                 slot = None
-        all_asked = self.slots and all(k in self.asked for k in self.slots)
+        all_asked = (self.slots and not self.closed
+                     and all(k in self.asked for k in self.slots))
         found = self._take(slot, context, backend) if slot is not None else None
         if all_asked:  # the first steps are done; recording them is off the critical path
             threading.Thread(target=self.close_window, name="mck-prefetch-close",
