@@ -17,9 +17,9 @@ Common to every release:
   `_remove_callbacks` (≤ 0.10) or `_remove_custom_partitioning_callbacks` and
   `_strip_mosaic_debug_info` (≥ 0.11);
 - `jax._src.compilation_cache`: `get_cache_key` and `get_file_cache`
-  (replaced), `reset_cache`, `zstandard`, `compress_executable`,
-  `decompress_executable`, `combine_executable_and_time`,
-  `extract_executable_and_time`, `is_persistent_cache_enabled`, `logger`;
+  (replaced), `get_executable_and_time` (replaced with prefetch),
+  `reset_cache`, `zstandard`, `compress_executable`, `decompress_executable`,
+  `combine_executable_and_time`, `extract_executable_and_time`, `is_persistent_cache_enabled`, `logger`;
   `VerificationCache` from 0.9.1;
 - `jax._src.compilation_cache_interface.CacheInterface`;
 - `jax._src.compiler`: `_compile_and_write_cache`, `_cache_read` and
@@ -66,7 +66,7 @@ _COMMON = (
     "compilation_cache:reset_cache", "compilation_cache:zstandard",
     "compilation_cache:compress_executable", "compilation_cache:decompress_executable",
     "compilation_cache:combine_executable_and_time",
-    "compilation_cache:extract_executable_and_time",
+    "compilation_cache:extract_executable_and_time", "compilation_cache:get_executable_and_time",
     "compilation_cache:is_persistent_cache_enabled", "compilation_cache:logger",
     "compilation_cache_interface:CacheInterface",
     "compiler:_compile_and_write_cache", "compiler:log_persistent_cache_miss",
@@ -373,10 +373,26 @@ def entry_value(executable, compile_secs: float) -> bytes:
         cc.combine_executable_and_time(executable.serialize(), int(compile_secs)))
 
 
+def extract_entry(value: bytes) -> tuple[bytes, int]:
+    """A cache value's serialized executable and compile time, as JAX reads them."""
+    cc = compilation_cache
+    return cc.extract_executable_and_time(cc.decompress_executable(value))
+
+
+def load_context(platform: str, device_ids, options: bytes):
+    """The backend, `DeviceList` and `CompileOptions` a lookup on `platform`'s
+    devices `device_ids` with serialized `options` passes to `deserialize_executable`."""
+    import jax
+
+    by_id = {d.id: d for d in jax.devices(platform)}
+    devices = tuple(by_id[i] for i in device_ids)
+    return (devices[0].client, xla_client.DeviceList(devices),
+            xla_client.CompileOptions.ParseFromString(options))
+
+
 def load_entry(value: bytes, backend, executable_devices, compile_options, host_callbacks):
     """The executable of a cache value and its compile time, as JAX reads it."""
-    cc = compilation_cache
-    serialized, compile_time = cc.extract_executable_and_time(cc.decompress_executable(value))
+    serialized, compile_time = extract_entry(value)
     if host_callbacks:
         executable = backend.deserialize_executable(
             serialized, executable_devices, compile_options, host_callbacks)
@@ -449,14 +465,18 @@ class Patches:
 
 
 def patch_cache(patches: Patches, *, get_cache_key, get_file_cache, compile_and_write_cache,
-                log_persistent_cache_miss, cache_read) -> dict:
+                log_persistent_cache_miss, cache_read, executable_lookup=None) -> dict:
     """Routes JAX's persistent cache through the given functions; returns the
-    originals the replacements fall back to."""
+    originals the replacements fall back to. `executable_lookup(original)`, when
+    given, makes the `get_executable_and_time` that replaces JAX's."""
     originals = dict(
         compile_and_write_cache=compiler._compile_and_write_cache,
         log_persistent_cache_miss=compiler.log_persistent_cache_miss,
         cache_read=compiler._cache_read,
     )
+    if executable_lookup is not None:
+        patches.set(compilation_cache, "get_executable_and_time",
+                    executable_lookup(compilation_cache.get_executable_and_time))
     patches.set(compilation_cache, "get_cache_key", get_cache_key)
     patches.set(compilation_cache, "get_file_cache", get_file_cache)
     patches.set(compiler, "_compile_and_write_cache", compile_and_write_cache)

@@ -15,6 +15,8 @@ private names of each release are a table in `_jax_internals`, all resolved
 at import; `key()` takes that release's callback argument
 (`ignore_callbacks=` on ≤ 0.10, `ignore_custom_partitioning=` after), and
 `install()` refuses mode "jax" when our key of a probe module is not JAX's.
+`install(prefetch=True)` loads the last run's executables ahead of JAX
+(`_prefetch`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 
 from . import _audit
 from . import _jax_internals as J
+from . import _prefetch
 from ._canonical import MODES, canonical_bytes, canonical_text
 
 __all__ = ["install", "uninstall", "installed", "key", "UnsupportedJaxVersion", "JAX_VERSION"]
@@ -202,6 +205,7 @@ class _Installed:
         self.patches = J.Patches()
         self.recent: collections.OrderedDict[str, _Computed] = collections.OrderedDict()
         self.lock = threading.Lock()
+        self.prefetcher: _prefetch.Prefetcher | None = None
 
     def remember(self, computed: _Computed) -> None:
         with self.lock:
@@ -442,8 +446,14 @@ def _check_probe(mode: str) -> None:
             "Use mode=\"canonical\" or a supported JAX release.")
 
 
+def _current_prefetcher():
+    state = _state
+    return state.prefetcher if state is not None else None
+
+
 def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
-            size=None, ttl_days=None, explain=True, verify_hits=0.0) -> None:
+            size=None, ttl_days=None, explain=True, verify_hits=0.0, prefetch=False,
+            prefetch_name=None, prefetch_budget=_prefetch.DEFAULT_BUDGET) -> None:
     """Routes JAX's persistent compilation cache through mlir-cache-key.
 
     `cache_dir` defaults to `jax_compilation_cache_dir`, then to the store's
@@ -454,7 +464,10 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
     `jax_explain_cache_misses`, else DEBUG). `verify_hits` (0 to 1) is the
     share of hits compiled again and compared with the stored executable: a
     false hit is logged (WARNING), the fresh executable used and the entry
-    never served again. Calling it again reinstalls.
+    never served again. `prefetch` loads the executables the last run of this
+    program (`prefetch_name`, default script path and argv) used on background
+    threads while this one traces, holding at most `prefetch_budget` bytes (see
+    `_prefetch`; a prefetched hit is not audited). Calling it again reinstalls.
     """
     global _state
     if mode not in MODES:
@@ -477,6 +490,9 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
             return
         state = _Installed(cache, cache.path, mode, explain, set_dir=not jax_dir,
                            verify_hits=verify_hits)
+        if prefetch:
+            state.prefetcher = _prefetch.Prefetcher(
+                cache, prefetch_name or _prefetch.default_identity(), prefetch_budget)
         try:
             if state.set_dir:
                 J.update_setting("jax_compilation_cache_dir", state.path)
@@ -487,6 +503,8 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
                 compile_and_write_cache=_compile_and_write_cache,
                 log_persistent_cache_miss=_log_persistent_cache_miss,
                 cache_read=_cache_read,
+                executable_lookup=(lambda original: _prefetch.lookup_through(
+                    _current_prefetcher, original)) if prefetch else None,
             ))
             _state = state
             J.reset_cache()  # JAX opens its cache again, through ours
@@ -505,6 +523,8 @@ def _uninstall_locked() -> None:
     if state is None:
         return
     state.patches.undo()
+    if state.prefetcher is not None:
+        state.prefetcher.finish()
     if state.set_dir:
         J.update_setting("jax_compilation_cache_dir", None)
     J.reset_cache()

@@ -3,9 +3,11 @@
 //! and the store (`Cache`, with the one compile-once API). Work that does not
 //! touch Python objects runs with the interpreter detached, so other threads
 //! go on while a key is hashed or a process waits for another's compile.
-//! Audited hits (`verify_rate`, `mark_suspect`, `record_audit`) are in `audit`.
+//! Audited hits (`verify_rate`, `mark_suspect`, `record_audit`) are in `audit`; each run's keys
+//! and the prefetch counters in `prefetch`.
 
 mod audit;
+mod prefetch;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -470,6 +472,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(key_from_parts, m)?)?;
     m.add_function(wrap_pyfunction!(why, m)?)?;
     m.add_function(wrap_pyfunction!(strip_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(prefetch::last_run_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(prefetch::record_run_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(prefetch::record_prefetch, m)?)?;
     m.add_class::<Cache>()?;
     Ok(())
 }

@@ -130,6 +130,38 @@ pub(super) fn stats_text(stats: &Stats) -> String {
             a.run, a.confirmed, a.false_hits, a.nondeterministic
         ),
     ));
+    let p = &stats.prefetch;
+    if p.prefetched + p.wasted > 0 {
+        rows.extend([
+            (
+                "prefetched",
+                format!(
+                    "{} ({}, {} ms loading)",
+                    p.prefetched,
+                    human_bytes(p.prefetched_bytes),
+                    p.prefetched_ms
+                ),
+            ),
+            (
+                "prefetch used",
+                format!(
+                    "{} ({}, {} ms of loading taken off the critical path)",
+                    p.used,
+                    human_bytes(p.used_bytes),
+                    p.used_ms
+                ),
+            ),
+            (
+                "prefetch wasted",
+                format!(
+                    "{} ({}, {} ms loading)",
+                    p.wasted,
+                    human_bytes(p.wasted_bytes),
+                    p.wasted_ms
+                ),
+            ),
+        ]);
+    }
     let mut out = String::new();
     for (label, value) in rows {
         let _ = writeln!(out, "{label:<19} {value}");

@@ -22,7 +22,9 @@
 //! - `tiered`: the local store with the remote tier behind it (`remote/`: the [`remote::Tier`]
 //!   contract, its seal and breaker; the services themselves are in `mck-remote`);
 //!   `compile`: the one compile-once API on it; `stream`: a hit streamed to a file;
-//!   `stream_put`: a file stored without reading it whole.
+//!   `stream_put`: a file stored without reading it whole;
+//! - `prefetch_list`: the keys each run of a program used, in order (what a warm start
+//!   prefetches), and the prefetch counters.
 //!
 //! A compile wrapper calls [`Tiered::compile_once`]: look up; on a miss claim the key (local
 //! lock, remote lease); look up again; compile; store the result or the failure; release.
@@ -43,6 +45,7 @@ mod layout;
 mod lock;
 mod manage;
 mod pins;
+mod prefetch_list;
 mod quarantine;
 mod read;
 mod rebuild;
@@ -70,6 +73,10 @@ pub use layout::{Layout, REGISTRY_FILE};
 pub use lock::{CompileGuard, CompileLock, acquire as lock_file};
 pub use manage::{Clear, ClearReport, EntrySummary, GcReport, STATS_SCHEMA, Stats};
 pub use pins::{Pins, PinsError};
+pub use prefetch_list::{
+    MAX_CONTEXT_LEN, MAX_PROGRAMS, MAX_RUN_KEYS, PREFETCH_COUNTER_PREFIX, PrefetchCounters,
+    RUNS_KEPT, RunKeys,
+};
 pub use quarantine::move_into as move_into_quarantine;
 pub use rebuild::RebuildReport;
 pub use settings::{

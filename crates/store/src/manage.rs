@@ -19,6 +19,7 @@ use super::evict::EvictReport;
 use super::index::{Counter, ListFilter, Row, SortBy};
 use super::key::Digest;
 use super::lock;
+use super::prefetch_list::PrefetchCounters;
 use super::rebuild::{self, Depth, RebuildReport};
 use super::suspect::AuditCounts;
 
@@ -77,6 +78,8 @@ pub struct Stats {
     pub remote_unauthenticated: u64,
     /// Hit audits (`--verify-hits`) and what they found.
     pub audits: AuditCounts,
+    /// Executables loaded ahead of a warm start, and whether the program used them.
+    pub prefetch: PrefetchCounters,
 }
 
 /// One entry as listed.
@@ -182,6 +185,7 @@ impl Store {
             remote_authenticated: self.settings().remote.secret.is_some(),
             remote_unauthenticated: get("remote_unauthenticated"),
             audits: AuditCounts::from_counters(get),
+            prefetch: PrefetchCounters::from_counters(get),
         })
     }
 
