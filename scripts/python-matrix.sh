@@ -72,10 +72,13 @@ fi
 
 # The extension wheel, built once (abi3: one wheel for every Python ≥ 3.10).
 extension=$(ls "$wheels"/mlir_cache_key-*.whl 2>/dev/null | head -n1 || true)
-# Everything the wheel is built from (the extension links the MLIR-free crates).
-sources_stamp=$(find python/Cargo.toml python/Cargo.lock python/pyproject.toml python/src \
-  python/mlir_cache_key crates -path '*/target' -prune -o -type f \( -name '*.rs' -o -name '*.py' \
-  -o -name '*.toml' -o -name '*.lock' \) -print | sort | xargs cat | sha256sum | cut -c1-16)
+# Everything the wheel is built from (the extension links the MLIR-free crates: their sources,
+# data included by them, manifests and the workspace they inherit from), and nothing else: a
+# changed crate test must not rebuild the release extension and reinstall it in every venv.
+sources_stamp=$(find Cargo.toml python/Cargo.toml python/Cargo.lock python/pyproject.toml \
+  python/src python/mlir_cache_key crates -path '*/target' -prune -o -name __pycache__ -prune \
+  -o -type f \( -path 'crates/*/src/*' -o -path 'crates/*/Cargo.toml' -o -path 'crates/*/build.rs' \
+  -o ! -path 'crates/*' \) -print | sort | xargs cat | sha256sum | cut -c1-16)
 if [ -z "$extension" ] || [ "$(cat "$wheels/.extension-stamp" 2>/dev/null)" != "$sources_stamp" ]; then
   builder="$PWD/target/py-matrix/builder"
   [ -x "$builder/bin/maturin" ] || {
