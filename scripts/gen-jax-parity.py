@@ -7,7 +7,8 @@ inputs of `jax._src.cache_key.get`, its key and its 16 DEBUG trace lines.
 
 writes tests/data/parity/<jax version>/<case>/ with the files the cargo test
 (crates/key/tests/release_parity.rs) and pytest (python/tests/test_releases.py)
-read: computation.mlirbc (the bytes JAX hashed as "computation"),
+read (a case a release cannot lower, e.g. `pallas_gpu`, is skipped with a
+message): computation.mlirbc (the bytes JAX hashed as "computation"),
 compile_options.pb (as passed in) and compile_options.normalized.pb (as
 hashed), topology.bin (≤ 0.9: the serialized topology hashed), env.json (every
 other input, with `jax_version`) and expected.json (`key`, `debug_lines`,
@@ -108,6 +109,42 @@ def programs():
         yield "pallas_tpu", lowered, None
     except Exception as ex:  # a release that cannot lower it here has no such vector
         print(f"pallas_tpu skipped: {ex!r}", file=sys.stderr)
+
+    try:
+        yield "pallas_gpu", _lower_for_gpu(), None
+    except Exception as ex:
+        print(f"pallas_gpu skipped: {ex!r}", file=sys.stderr)
+
+
+def _lower_for_gpu():
+    """A Pallas kernel lowered for CUDA by a CPU jaxlib: a `__gpu$xla.gpu.triton` custom call
+    whose `ir` is the Triton kernel's bytecode, locations included (JAX hashes it as lowered)."""
+    from jax.experimental import pallas as pl
+    try:  # ≥ 0.11: the GPU query, answered with an H100 (there is no GPU here)
+        from jax._src.pallas.triton import gpu_info
+        from jax._src.pallas.triton import pallas_call_registration as registration
+        registration.gpu_info_lib.get_gpu_info = lambda: gpu_info._get_gpu_info_impl(
+            gpu_info.GpuVersion.H100)
+    except ImportError:
+        pass
+
+    def kernel(x_ref, y_ref, o_ref):
+        o_ref[...] = x_ref[...] * 2.0 + y_ref[...]
+
+    def fn(a, b):
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(a.shape, a.dtype))(a, b) - 1
+
+    # 0.9 and 0.10 lower Pallas GPU kernels to Mosaic GPU by default, which needs a GPU
+    # jaxlib; their Triton path lowers here (0.8 defaults to Triton; 0.11 dropped the option).
+    previous = getattr(jax.config, "jax_pallas_use_mosaic_gpu", None)
+    if previous is not None:
+        jax.config.update("jax_pallas_use_mosaic_gpu", False)
+    try:
+        x = jnp.ones((8, 128), jnp.float32)
+        return jax.jit(fn).trace(x, x).lower(lowering_platforms=("cuda",))
+    finally:
+        if previous is not None:
+            jax.config.update("jax_pallas_use_mosaic_gpu", previous)
 
 
 def devices_and_options(case):

@@ -12,7 +12,10 @@ cd "$(dirname "$0")/.."
 
 # The last patch of each minor line; jax ≥ 0.11 needs Python ≥ 3.12, and 0.10.2
 # is the newest JAX pip offers on Python 3.11.
-declare -A PYTHON_OF=([0.8.3]=3.11 [0.9.2]=3.11 [0.10.2]=3.11 [0.11.2]=3.12 [0.12.0.1]=3.12)
+# 0.8.0 and 0.8.1 (their own key recipe) are made only on request, to generate their
+# parity vectors; the cargo tests check those without JAX.
+declare -A PYTHON_OF=([0.8.0]=3.11 [0.8.1]=3.11 [0.8.3]=3.11 [0.9.2]=3.11 [0.10.2]=3.11
+  [0.11.2]=3.12 [0.12.0.1]=3.12)
 MATRIX=(0.8.3 0.9.2 0.10.2 0.11.2 0.12.0.1)
 releases=("$@")
 [ ${#releases[@]} -gt 0 ] || releases=("${MATRIX[@]}")
@@ -69,10 +72,13 @@ fi
 
 # The extension wheel, built once (abi3: one wheel for every Python ≥ 3.10).
 extension=$(ls "$wheels"/mlir_cache_key-*.whl 2>/dev/null | head -n1 || true)
-# Everything the wheel is built from (the extension links the MLIR-free crates).
-sources_stamp=$(find python/Cargo.toml python/Cargo.lock python/pyproject.toml python/src \
-  python/mlir_cache_key crates -path '*/target' -prune -o -type f \( -name '*.rs' -o -name '*.py' \
-  -o -name '*.toml' -o -name '*.lock' \) -print | sort | xargs cat | sha256sum | cut -c1-16)
+# Everything the wheel is built from (the extension links the MLIR-free crates: their sources,
+# data included by them, manifests and the workspace they inherit from), and nothing else: a
+# changed crate test must not rebuild the release extension and reinstall it in every venv.
+sources_stamp=$(find Cargo.toml python/Cargo.toml python/Cargo.lock python/pyproject.toml \
+  python/src python/mlir_cache_key crates -path '*/target' -prune -o -name __pycache__ -prune \
+  -o -type f \( -path 'crates/*/src/*' -o -path 'crates/*/Cargo.toml' -o -path 'crates/*/build.rs' \
+  -o ! -path 'crates/*' \) -print | sort | xargs cat | sha256sum | cut -c1-16)
 if [ -z "$extension" ] || [ "$(cat "$wheels/.extension-stamp" 2>/dev/null)" != "$sources_stamp" ]; then
   builder="$PWD/target/py-matrix/builder"
   [ -x "$builder/bin/maturin" ] || {
@@ -87,7 +93,7 @@ fi
 
 for release in "${releases[@]}"; do
   minor=${PYTHON_OF[$release]:-}
-  [ -n "$minor" ] || { echo "python-matrix: $release is not in the matrix (${MATRIX[*]})" >&2; exit 1; }
+  [ -n "$minor" ] || { echo "python-matrix: $release is not known (${!PYTHON_OF[*]})" >&2; exit 1; }
   venv="$PWD/target/py-matrix/$release"
   requirements=("jax==$release" "jaxlib==$release" pytest filelock)
   stamp="$venv/.mck-requirements"

@@ -157,13 +157,55 @@ fn every_release_vector_gives_that_releases_key_and_trace() {
     let mut releases: Vec<&str> = dirs.iter().map(|d| recipe_of(d).name).collect();
     releases.sort();
     releases.dedup();
-    // 0.8.3 and 0.9.2 share a recipe: the matrix's five releases make four.
+    // 0.8.3 and 0.9.2 share a recipe; 0.8.0 and 0.8.1 (runtime_type hashed) have their own.
     assert!(
-        releases.len() >= 4,
-        "vectors of at least four recipes expected, found {releases:?}"
+        releases.len() >= 5,
+        "vectors of at least five recipes expected, found {releases:?}"
     );
     for dir in dirs {
         check_vector(&dir);
+    }
+}
+
+/// The release folders, e.g. tests/data/parity/0.8.0.
+fn release_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = release_vectors()
+        .iter()
+        .filter_map(|case| case.parent().map(Path::to_path_buf))
+        .collect();
+    dirs.dedup();
+    dirs
+}
+
+#[test]
+fn releases_that_hash_runtime_type_have_vectors_that_record_it() {
+    for release in ["0.8.0", "0.8.1"] {
+        let dir = data(&format!("parity/{release}/jit_mlp"));
+        assert!(recipe_of(&dir).hashes_runtime_type, "{release}");
+        let runtime_type = inputs_of(&dir).runtime_type;
+        assert!(
+            !runtime_type.is_empty(),
+            "{release}: env.json has no runtime_type"
+        );
+    }
+}
+
+/// Every release, 0.8.0 to 0.12.0.1, lowers a Pallas kernel for GPU on a CPU jaxlib (0.8.3–0.10
+/// with `jax_pallas_use_mosaic_gpu` off): its vector holds the Triton custom call with the
+/// kernel's own locations (the generator's file name), which JAX hashes as lowered.
+#[test]
+fn every_release_has_a_pallas_gpu_vector_with_its_triton_kernel_as_lowered() {
+    let releases = release_dirs();
+    assert!(releases.len() >= 7, "0.8.0 … 0.12.0.1: {releases:?}");
+    for release in releases {
+        let dir = release.join("pallas_gpu");
+        let computation = read(&dir.join("computation.mlirbc"));
+        let holds = |needle: &[u8]| computation.windows(needle.len()).any(|w| w == needle);
+        assert!(
+            holds(b"__gpu$xla.gpu.triton") && holds(b"gen-jax-parity.py"),
+            "{}: no Triton kernel with its locations",
+            dir.display()
+        );
     }
 }
 
