@@ -14,6 +14,7 @@ use crate::redis::{self, Target};
 
 pub struct Team {
     pub site: Site,
+    /// The `--remote` URL, or several separated by spaces: a chain, fastest first.
     pub remote: String,
 }
 
@@ -62,14 +63,13 @@ impl Team {
         assert_eq!(read(&self.out(b, module)), read(&self.out(a, module)));
     }
 
-    /// `mlir-cache-key ARGS… --cache-dir cache-HOST --remote URL` (compiles counted).
+    /// `mlir-cache-key ARGS… --cache-dir cache-HOST --remote URL…` (compiles counted).
     pub fn mck(&self, host: &str, args: &[&str]) -> Command {
         let mut c = self.site.bin();
-        c.args(args)
-            .arg("--cache-dir")
-            .arg(self.cache(host))
-            .arg("--remote")
-            .arg(&self.remote);
+        c.args(args).arg("--cache-dir").arg(self.cache(host));
+        for url in self.remote.split_whitespace() {
+            c.arg("--remote").arg(url);
+        }
         c
     }
 
