@@ -97,11 +97,11 @@ fn a_put_goes_to_every_writable_tier_and_never_to_a_read_only_one() {
     success_stderr(&mut team.exec("a", "a.mlir"));
     assert_eq!(first.entry_keys().len(), 1);
     assert_eq!(third.entry_keys().len(), 1);
+    // Keys under the read-only tier's prefix (`Target::keys` scans the first tier's only).
     let ro_keys = |t: &Target| -> Vec<String> {
-        t.keys()
-            .into_iter()
-            .filter(|k| k.starts_with(&format!("{}-ro/", t.prefix)))
-            .collect()
+        let pattern = format!("{}-ro/*", t.prefix);
+        let scan = t.cli(&["--scan", "--pattern", &pattern]);
+        scan.lines().filter(|l| !l.is_empty()).map(str::to_owned).collect()
     };
     let written_to_ro = ro_keys(&first);
     assert!(written_to_ro.is_empty(), "{written_to_ro:?}");
