@@ -16,8 +16,7 @@ mod team;
 use common::{success, success_stderr};
 use redis::Target;
 use serde_json::Value;
-use std::process::Output;
-use team::{Team, spawn_slow};
+use team::Team;
 
 /// A port nobody listens on: connections are refused at once.
 const DEAD_TIER: &str = "redis://127.0.0.1:1/0";
@@ -101,7 +100,10 @@ fn a_put_goes_to_every_writable_tier_and_never_to_a_read_only_one() {
     let ro_keys = |t: &Target| -> Vec<String> {
         let pattern = format!("{}-ro/*", t.prefix);
         let scan = t.cli(&["--scan", "--pattern", &pattern]);
-        scan.lines().filter(|l| !l.is_empty()).map(str::to_owned).collect()
+        scan.lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect()
     };
     let written_to_ro = ro_keys(&first);
     assert!(written_to_ro.is_empty(), "{written_to_ro:?}");
@@ -194,18 +196,7 @@ fn a_dead_tier_is_skipped_and_counted_while_the_chain_hits_the_next() {
 fn one_lease_across_two_cache_dirs_through_the_chain() {
     let (fast, slow) = redis_or_skip!(two_servers("chain_lease"));
     let team = Team::new(chain(&[&fast.url(), &slow.url()]));
-    let hosts = ["h1", "h2"];
-    let children: Vec<_> = hosts
-        .iter()
-        .map(|h| spawn_slow(&mut team.exec(h, "a.mlir"), "2"))
-        .collect();
-    let outputs: Vec<Output> = children
-        .into_iter()
-        .map(|c| c.wait_with_output().expect("wait"))
-        .collect();
-    for o in &outputs {
-        assert!(o.status.success(), "{}", common::stderr(o));
-    }
+    let outputs = team.race(&["h1", "h2"], "a.mlir", "2");
     assert_eq!(team.runs(), 1, "two cache directories, one compile");
     let waited: Vec<String> = outputs
         .iter()

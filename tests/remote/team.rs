@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -97,6 +97,23 @@ impl Team {
 
     pub fn stats(&self, host: &str) -> Value {
         self.stats_with(host, &[])
+    }
+
+    /// `exec` of `module` on every host at once, each compile taking `sleep` seconds; their
+    /// outputs, each asserted a success.
+    pub fn race(&self, hosts: &[&str], module: &str, sleep: &str) -> Vec<Output> {
+        let children: Vec<Child> = hosts
+            .iter()
+            .map(|h| spawn_slow(&mut self.exec(h, module), sleep))
+            .collect();
+        let outputs: Vec<Output> = children
+            .into_iter()
+            .map(|c| c.wait_with_output().expect("wait"))
+            .collect();
+        for o in &outputs {
+            assert!(o.status.success(), "{}", common::stderr(o));
+        }
+        outputs
     }
 
     pub fn stats_text(&self, host: &str) -> String {
