@@ -15,7 +15,6 @@ mod team;
 use common::{bin, failure, read, success, success_stderr};
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::Output;
 use std::time::{Duration, Instant};
 use team::{Team, spawn_slow, timed_success};
 
@@ -308,17 +307,7 @@ fn a_read_only_client_never_writes() {
 fn racing_hosts_compile_a_key_once() {
     let (target, team) = redis_or_skip!(Team::shared("racing_hosts"));
     let hosts = ["h1", "h2", "h3"];
-    let children: Vec<_> = hosts
-        .iter()
-        .map(|h| spawn_slow(&mut team.exec(h, "a.mlir"), "2"))
-        .collect();
-    let outputs: Vec<Output> = children
-        .into_iter()
-        .map(|c| c.wait_with_output().expect("wait"))
-        .collect();
-    for o in &outputs {
-        assert!(o.status.success(), "{}", common::stderr(o));
-    }
+    let outputs = team.race(&hosts, "a.mlir", "2");
     assert_eq!(team.runs(), 1, "three hosts, one compile");
     let waited = outputs
         .iter()

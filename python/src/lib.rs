@@ -9,6 +9,8 @@
 mod audit;
 mod prefetch;
 
+mod remote_chain;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -226,8 +228,8 @@ impl From<StoreError> for CompileError {
 }
 
 /// The persistent cache: `MLIR_CACHE_KEY_FLAGS` and the arguments, as the
-/// CLI's `--cache_dir`, `--cache_size`, `--cache_ttl`, `--remote`,
-/// `--remote_read_only` (arguments win). The same directory layout as the CLI.
+/// CLI's `--cache_dir`, `--cache_size`, `--cache_ttl`, `--remote` (a str, or a list: a
+/// chain of tiers, fastest first), `--remote_read_only` (arguments win). The same directory layout as the CLI.
 #[pyclass(frozen, module = "mlir_cache_key")]
 struct Cache {
     /// `None` when the settings turn the cache off (`--no_cache`).
@@ -270,7 +272,7 @@ impl Cache {
         cache_dir: Option<PathBuf>,
         size: Option<&Bound<'_, PyAny>>,
         ttl_days: Option<&Bound<'_, PyAny>>,
-        remote: Option<&str>,
+        remote: Option<&Bound<'_, PyAny>>,
         remote_read_only: Option<bool>,
         lock_timeout: f64,
     ) -> PyResult<Self> {
@@ -287,8 +289,8 @@ impl Cache {
         if let Some(ttl) = ttl_days {
             set_setting(&mut overrides, "cache_ttl", &days_text(ttl)?)?;
         }
-        if let Some(url) = remote {
-            set_setting(&mut overrides, "remote", url)?;
+        for url in remote.map(remote_chain::remote_urls).transpose()?.unwrap_or_default() {
+            set_setting(&mut overrides, "remote", &url)?;
         }
         if let Some(on) = remote_read_only {
             set_setting(&mut overrides, "remote_read_only", &on.to_string())?;

@@ -1,4 +1,5 @@
-//! `cache stats` and `cache entries` as text for people (`--json` prints the structs).
+//! `cache stats` (with a row per remote tier) and `cache entries` as text for people (`--json`
+//! prints the structs).
 
 use super::output::utc;
 use crate::store::{EntryState, EntrySummary, GcReport, RebuildReport, Stats};
@@ -166,7 +167,42 @@ pub(super) fn stats_text(stats: &Stats) -> String {
     for (label, value) in rows {
         let _ = writeln!(out, "{label:<19} {value}");
     }
+    if stats.remote.is_some() {
+        tiers_text(stats, &mut out);
+    }
     out
+}
+
+/// The chain's rows: which tier leases, then one row per tier, fastest first.
+fn tiers_text(stats: &Stats, out: &mut String) {
+    let lease = match &stats.lease_tier {
+        Some(tier) => format!("{tier} (one compile per key across hosts)"),
+        None => "none (no tier leases: each host compiles a missing key itself)".to_owned(),
+    };
+    let _ = writeln!(out, "{:<19} {lease}", "remote lease");
+    for (i, t) in stats.tiers.iter().enumerate() {
+        let mut marks = String::new();
+        if t.read_only {
+            marks.push_str(" (read-only)");
+        }
+        if let Some(until) = t.down_until_ms {
+            let _ = write!(marks, " (down until {})", utc(until));
+        }
+        let _ = writeln!(
+            out,
+            "{:<19} {}{marks}: {} hits / {} misses, read {}, wrote {} ({} entries, {} backfills), {} errors, {} skipped",
+            format!("tier {}", i + 1),
+            t.url,
+            t.hits,
+            t.misses,
+            human_bytes(t.bytes_read),
+            human_bytes(t.bytes_written),
+            t.writes,
+            t.backfills,
+            t.errors,
+            t.skipped,
+        );
+    }
 }
 
 pub(super) fn gc_text(r: &GcReport) -> String {

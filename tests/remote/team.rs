@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -14,6 +14,7 @@ use crate::redis::{self, Target};
 
 pub struct Team {
     pub site: Site,
+    /// The `--remote` URL, or several separated by spaces: a chain, fastest first.
     pub remote: String,
 }
 
@@ -62,14 +63,13 @@ impl Team {
         assert_eq!(read(&self.out(b, module)), read(&self.out(a, module)));
     }
 
-    /// `mlir-cache-key ARGS… --cache-dir cache-HOST --remote URL` (compiles counted).
+    /// `mlir-cache-key ARGS… --cache-dir cache-HOST --remote URL…` (compiles counted).
     pub fn mck(&self, host: &str, args: &[&str]) -> Command {
         let mut c = self.site.bin();
-        c.args(args)
-            .arg("--cache-dir")
-            .arg(self.cache(host))
-            .arg("--remote")
-            .arg(&self.remote);
+        c.args(args).arg("--cache-dir").arg(self.cache(host));
+        for url in self.remote.split_whitespace() {
+            c.arg("--remote").arg(url);
+        }
         c
     }
 
@@ -97,6 +97,23 @@ impl Team {
 
     pub fn stats(&self, host: &str) -> Value {
         self.stats_with(host, &[])
+    }
+
+    /// `exec` of `module` on every host at once, each compile taking `sleep` seconds; their
+    /// outputs, each asserted a success.
+    pub fn race(&self, hosts: &[&str], module: &str, sleep: &str) -> Vec<Output> {
+        let children: Vec<Child> = hosts
+            .iter()
+            .map(|h| spawn_slow(&mut self.exec(h, module), sleep))
+            .collect();
+        let outputs: Vec<Output> = children
+            .into_iter()
+            .map(|c| c.wait_with_output().expect("wait"))
+            .collect();
+        for o in &outputs {
+            assert!(o.status.success(), "{}", common::stderr(o));
+        }
+        outputs
     }
 
     pub fn stats_text(&self, host: &str) -> String {

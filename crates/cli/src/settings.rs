@@ -40,7 +40,10 @@ impl clap::Args for CacheOptions {
                         "none" => help.to_owned(),
                         default => format!("{help} [default: {default}]"),
                     };
-                    let arg = arg.value_name(value_name).help(help);
+                    let mut arg = arg.value_name(value_name).help(help);
+                    if s.kind.is_list() {
+                        arg = arg.action(ArgAction::Append); // `--remote` once per tier
+                    }
                     if s.command_line == CommandLine::Option {
                         arg.value_parser(move |text: &str| s.parse(text))
                     } else {
@@ -76,7 +79,7 @@ impl clap::FromArgMatches for CacheOptions {
                     }
                 }
                 (false, _) => {
-                    if let Some(text) = matches.get_one::<String>(s.name) {
+                    for text in matches.get_many::<String>(s.name).into_iter().flatten() {
                         options.later.push((s.name, text.clone()));
                     }
                 }

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 use redis::{Client, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo};
 use tracing::{debug, warn};
 
-use mck_store::remote::Breaker;
 use mck_store::remote::RedisTarget;
 use mck_store::remote::RemoteError;
+use mck_store::remote::{Breaker, one_line};
 use mck_store::remote::{Lease, LeaseAttempt};
 
 /// Renews the expiry of KEYS[1] to ARGV[2] ms if it still holds ARGV[1].
@@ -233,8 +233,11 @@ impl Holder {
         })();
         if let Err(e) = &result {
             *conn = None;
-            self.breaker
-                .trip(&format!("cannot keep the compile lease {}: {e}", self.key));
+            self.breaker.trip(&format!(
+                "cannot keep the compile lease {}: {}",
+                self.key,
+                one_line(&e.to_string())
+            ));
         }
         result
     }
@@ -292,7 +295,7 @@ impl Drop for RedisLease {
         // renewal that lands after the release finds the token gone and does nothing.
         drop(self.stop.take());
         let h = &self.holder;
-        if h.breaker.trips() != self.trips || h.breaker.check().is_err() {
+        if h.breaker.trips() != self.trips || h.breaker.check("release the lease").is_err() {
             debug!(
                 "not releasing the compile lease {} on {}: the remote failed meanwhile; it expires within {:?}",
                 h.key, h.remote, self.ttl
@@ -303,8 +306,10 @@ impl Drop for RedisLease {
             Ok(_) => debug!("released the compile lease {} on {}", h.key, h.remote),
             // It expires by itself.
             Err(e) => debug!(
-                "cannot release the compile lease {} on {}: {e}",
-                h.key, h.remote
+                "cannot release the compile lease {} on {}: {}",
+                h.key,
+                h.remote,
+                one_line(&e.to_string())
             ),
         }
     }
@@ -318,7 +323,7 @@ fn renew_until_stopped(holder: &Holder, ttl: Duration, stopped: &mpsc::Receiver<
             Err(RecvTimeoutError::Timeout) => {}
             Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
         }
-        if holder.breaker.check().is_err() {
+        if holder.breaker.check("renew the lease").is_err() {
             continue; // this process uses the remote no more until the breaker half-opens
         }
         let renewed = holder.eval(&mut conn, RENEW, Some(millis(ttl)));
@@ -336,8 +341,10 @@ fn renew_until_stopped(holder: &Holder, ttl: Duration, stopped: &mpsc::Receiver<
                 return;
             }
             Err(e) => debug!(
-                "cannot renew the compile lease {} on {}: {e}",
-                holder.key, holder.remote
+                "cannot renew the compile lease {} on {}: {}",
+                holder.key,
+                holder.remote,
+                one_line(&e.to_string())
             ),
         }
     }

@@ -4,12 +4,12 @@
 //! a service is one more [`Tier`] implementation and one arm in [`open_tier`].
 //!
 //! Files:
-//! - `url`: parsing `--remote=URL` into the store's [`RemoteUrl`];
+//! - `url`: parsing `--remote=URL` into the store's [`RemoteUrl`], and a chain of tiers;
 //! - `service`: [`Tier`] over an opendal operator (entries as objects; S3, GCS) and its timeouts;
 //! - `redis`: the Redis [`Tier`]: entries through opendal, plus `lease`: the compile lease
 //!   (`SET NX PX`, renewed, released by token) and expiry refresh.
 //!
-//! [`tiered`] is the one place a local store gets its remote tiers.
+//! [`tiered`] is the one place a local store gets its chain of remote tiers.
 
 mod lease;
 mod redis;
@@ -23,11 +23,11 @@ use redis::RedisTier;
 use service::ObjectStore;
 
 pub use url::{
-    DEFAULT_REDIS_PORT, UrlError, parse as parse_url, parse_supported as parse_supported_url,
-    redact,
+    DEFAULT_REDIS_PORT, UrlError, parse as parse_url, parse_chain,
+    parse_supported as parse_supported_url, parse_tier, redact,
 };
 
-/// `local` with the remote tier its settings name behind it (see [`Tiered::over`]).
+/// `local` with the chain of remote tiers its settings name behind it (see [`Tiered::over`]).
 pub fn tiered(local: Store) -> Tiered {
     Tiered::over(local, open_tier)
 }
@@ -50,22 +50,26 @@ mod tests {
     use std::path::Path;
     use std::sync::Arc;
 
-    use mck_store::remote::{DEFAULT_LEASE, Remote, RemoteSettings, STATE_FILE, TierOptions};
+    use mck_store::remote::{DEFAULT_LEASE, Remote, RemoteSettings, TierOptions, state_file_name};
     use mck_store::{Digest, ManualClock};
 
     use super::*;
 
     /// A remote at `url` on a port nobody listens on (a refused connection, no timeout).
     fn refused_at(dir: &Path, url: &str) -> Remote {
-        let settings = RemoteSettings {
-            url: Some(parse_url(url).unwrap()),
-            ..RemoteSettings::default()
-        };
+        let tier = parse_tier(url).unwrap();
         let clock = Arc::new(ManualClock::new(1_000));
-        let state = dir.join(STATE_FILE);
-        Remote::open(&settings, DEFAULT_LEASE, &state, 0o600, clock, open_tier)
-            .unwrap()
-            .expect("a remote")
+        let settings = RemoteSettings::default();
+        Remote::open(
+            &tier,
+            &settings,
+            DEFAULT_LEASE,
+            dir,
+            0o600,
+            clock,
+            open_tier,
+        )
+        .unwrap()
     }
 
     fn refused(dir: &Path) -> Remote {
@@ -95,7 +99,7 @@ mod tests {
         let shown = "redis://127.0.0.1:1/0".to_owned();
         let breaker = Arc::new(mck_store::remote::Breaker::new(
             shown.clone(),
-            dir.path().join(STATE_FILE),
+            dir.path().join(state_file_name(&shown)),
             DEFAULT_LEASE,
             0o600,
             clock,
@@ -107,8 +111,13 @@ mod tests {
             lease: DEFAULT_LEASE,
             breaker,
         };
-        let tier = open_tier(&parse_url("redis://127.0.0.1:1/0").unwrap(), options).unwrap();
+        let url = parse_url("redis://127.0.0.1:1/0").unwrap();
+        let tier = open_tier(&url, options).unwrap();
         assert!(tier.leases());
+        assert!(
+            url.leases(),
+            "cache stats names the tier that leases from the URL"
+        );
     }
 
     /// A bucket has no lease: asking is no call, so even with the breaker open it is no skip

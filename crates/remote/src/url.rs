@@ -2,8 +2,14 @@
 //! where inside it (the forms are listed in `mck_store::remote::RemoteUrl`'s module). Parsing is
 //! separate from connecting so a bad URL is a usage error at startup (naming the flag and where
 //! it came from), never a silent fallback.
+//!
+//! A chain of tiers is one `--remote` per tier, or `[URL, URL, …]` in one value (the
+//! configuration file's `remote = [redis://…, s3://…]`); `read_only=1` in a tier's query makes
+//! that tier read-only ([`parse_tier`]).
 
-use mck_store::remote::{BucketTarget, DEFAULT_REDIS_PREFIX, RedisTarget, RemoteUrl};
+use mck_store::remote::{
+    BucketTarget, DEFAULT_REDIS_PREFIX, READ_ONLY_OPTION, RedisTarget, RemoteTier, RemoteUrl,
+};
 use url::Url;
 
 /// Redis's port when the URL names none.
@@ -37,6 +43,65 @@ pub fn parse(text: &str) -> Result<RemoteUrl, UrlError> {
             "unsupported scheme {other:?}; expected redis://, s3:// or gcs://"
         ))),
     }
+}
+
+/// One tier: a URL as [`parse_supported`] takes it, with an optional `read_only=1` (or `true`,
+/// `0`, `false`) among its query options, taken out before the service sees them.
+pub fn parse_tier(text: &str) -> Result<RemoteTier, UrlError> {
+    let Ok(mut url) = Url::parse(text.trim()) else {
+        return parse_supported(text).map(RemoteTier::writable); // the error says why
+    };
+    let mut read_only = false;
+    let mut rest = Vec::new();
+    for (name, value) in url.query_pairs() {
+        if name == READ_ONLY_OPTION {
+            read_only = match value.as_ref() {
+                "1" | "true" => true,
+                "0" | "false" => false,
+                other => {
+                    return Err(UrlError(format!(
+                        "{READ_ONLY_OPTION} takes 1 or 0, got {other:?}"
+                    )));
+                }
+            };
+        } else {
+            rest.push((name.into_owned(), value.into_owned()));
+        }
+    }
+    if url.query().is_some() {
+        if rest.is_empty() {
+            url.set_query(None);
+        } else {
+            url.query_pairs_mut().clear().extend_pairs(rest);
+        }
+    }
+    Ok(RemoteTier {
+        url: parse_supported(url.as_str())?,
+        read_only,
+    })
+}
+
+/// A chain, fastest first: one tier ([`parse_tier`]) or `[URL, URL, …]` (commas separate;
+/// each URL may be quoted).
+pub fn parse_chain(text: &str) -> Result<Vec<RemoteTier>, UrlError> {
+    let text = text.trim();
+    let Some(inner) = text.strip_prefix('[') else {
+        return Ok(vec![parse_tier(text)?]);
+    };
+    let inner = inner
+        .strip_suffix(']')
+        .ok_or_else(|| UrlError("a list of tiers ends with ]: [URL, URL]".into()))?;
+    let tiers = inner
+        .split(',')
+        .map(|item| item.trim().trim_matches(|c| c == '"' || c == '\''))
+        .filter(|item| !item.is_empty())
+        .enumerate()
+        .map(|(i, item)| parse_tier(item).map_err(|e| UrlError(format!("tier {}: {e}", i + 1))))
+        .collect::<Result<Vec<_>, _>>()?;
+    if tiers.is_empty() {
+        return Err(UrlError("the list of tiers is empty".into()));
+    }
+    Ok(tiers)
 }
 
 /// As [`parse`], and refuses a service this build does not include.
@@ -255,6 +320,37 @@ mod tests {
             ("redis://h:1/0/a%2Fb", "not allowed"),
         ] {
             let e = parse(text).expect_err(text).to_string();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_tier_may_be_read_only() {
+        let t = parse_tier("redis://h:1/0/team?read_only=1").unwrap();
+        assert!(t.read_only);
+        assert_eq!(t.url.to_string(), "redis://h:1/0/team");
+        assert_eq!(t.to_string(), "redis://h:1/0/team?read_only=1");
+        assert_eq!(parse_tier(&t.to_string()).unwrap(), t, "shown as it parses");
+        let t = parse_tier("redis://h:1/0?read_only=0").unwrap();
+        assert!(!t.read_only);
+        let e = parse_tier("redis://h:1/0?read_only=yes").unwrap_err();
+        assert!(e.to_string().contains("1 or 0"), "{e}");
+        let e = parse_tier("redis://h:1/0?read_only=1&x=2").unwrap_err();
+        assert!(e.to_string().contains("no query"), "{e}");
+    }
+
+    #[test]
+    fn a_chain_is_a_list_of_tiers() {
+        let chain = parse_chain(" [redis://a:1/0, 'redis://b:2/0?read_only=1'] ").unwrap();
+        let shown: Vec<String> = chain.iter().map(ToString::to_string).collect();
+        assert_eq!(shown, ["redis://a:1/0", "redis://b:2/0?read_only=1"]);
+        assert_eq!(parse_chain("redis://a:1/0").unwrap().len(), 1);
+        for (text, needle) in [
+            ("[]", "empty"),
+            ("[redis://a:1/0", "ends with ]"),
+            ("[redis://a:1/0, http://b]", "tier 2: unsupported scheme"),
+        ] {
+            let e = parse_chain(text).expect_err(text).to_string();
             assert!(e.contains(needle), "{text}: {e}");
         }
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mck_store::remote::{RemoteUrl, Secret};
+use mck_store::remote::{RemoteTier, Secret};
 
 use super::values::{
     parse_cache_errors, parse_dir_mode, parse_log_level, parse_rate, parse_seconds, parse_size,
@@ -59,8 +59,10 @@ pub enum Kind {
     CacheErrors(fn(&mut Settings, CacheErrors)),
     /// An octal directory mode ([`parse_dir_mode`]).
     Mode(fn(&mut Settings, u32)),
-    /// A remote tier's URL; it may hold a password, so errors show it redacted.
-    Remote(fn(&mut Settings, RemoteUrl)),
+    /// The chain of remote tiers, the list it is kept in: each value adds a tier (or `[URL, …]`
+    /// several); the first value of a source replaces the chain of the sources below
+    /// ([`Kind::is_list`]). A URL may hold a password, so errors show it redacted.
+    Remotes(fn(&mut Settings) -> &mut Vec<RemoteTier>),
     /// A file holding the remote's shared secret, read when parsed.
     SecretFile(fn(&mut Settings, Secret)),
     /// A sampling rate from 0 to 1 ([`parse_rate`]).
@@ -79,7 +81,7 @@ impl Kind {
             Kind::Level(_) => "LEVEL",
             Kind::CacheErrors(_) => "warn|fail",
             Kind::Mode(_) => "OCTAL",
-            Kind::Remote(_) => "URL",
+            Kind::Remotes(_) => "URL",
             Kind::SecretFile(_) => "FILE",
             Kind::Rate(_) => "RATE",
         })
@@ -105,13 +107,27 @@ impl Kind {
             Kind::Level(set) => with(set, parse_log_level(text)?),
             Kind::CacheErrors(set) => with(set, parse_cache_errors(text)?),
             Kind::Mode(set) => with(set, parse_dir_mode(text)?),
-            Kind::Remote(set) => with(
-                set,
-                mck_remote::parse_supported_url(text).map_err(|e| e.to_string())?,
-            ),
+            Kind::Remotes(list) => {
+                let tiers = mck_remote::parse_chain(text).map_err(|e| e.to_string())?;
+                Arc::new(move |s| list(s).extend(tiers.iter().cloned()))
+            }
             Kind::SecretFile(set) => with(set, Secret::read(Path::new(text))?),
             Kind::Rate(set) => with(set, parse_rate(text)?),
         })
+    }
+}
+
+impl Kind {
+    /// True when values add up within one source (`--remote` given twice is a chain of two).
+    pub fn is_list(self) -> bool {
+        matches!(self, Kind::Remotes(_))
+    }
+
+    /// Empties a list setting (before the first value of a source that sets it).
+    pub fn clear_list(self, settings: &mut Settings) {
+        if let Kind::Remotes(list) = self {
+            list(settings).clear();
+        }
     }
 }
 
@@ -154,7 +170,7 @@ impl Setting {
 
     /// True when the value may hold a password.
     pub fn is_secret(&self) -> bool {
-        matches!(self.kind, Kind::Remote(_))
+        matches!(self.kind, Kind::Remotes(_))
     }
 
     /// `text` as errors may show it: a value that may hold a password is redacted.
@@ -171,6 +187,16 @@ impl Setting {
 pub fn find(name: &str) -> Option<&'static Setting> {
     let name = name.replace('-', "_");
     SETTINGS.iter().find(|s| s.name == name)
+}
+
+/// The chain as the configuration file writes it: one URL, or `[URL, URL]`.
+fn show_chain(tiers: &[RemoteTier]) -> Option<String> {
+    let shown: Vec<String> = tiers.iter().map(ToString::to_string).collect();
+    match shown.as_slice() {
+        [] => None,
+        [one] => Some(one.clone()),
+        many => Some(format!("[{}]", many.join(", "))),
+    }
 }
 
 fn seconds(d: std::time::Duration) -> Option<String> {
@@ -289,10 +315,10 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "remote",
-        kind: Kind::Remote(|s, url| s.store.remote.url = Some(url)),
+        kind: Kind::Remotes(|s| &mut s.store.remote.tiers),
         default: "none",
-        doc: "A remote tier shared by hosts: redis://HOST:PORT/DB[/PREFIX] (or s3://, gcs:// in builds with those features).",
-        show: |s| Some(s.store.remote.url.as_ref()?.to_string()),
+        doc: "A remote tier shared by hosts: redis://HOST:PORT/DB[/PREFIX] (or s3://, gcs:// in builds with those features); given more than once (or [URL, URL] in the configuration file), a chain, fastest first; ?read_only=1 makes one tier read-only.",
+        show: |s| show_chain(&s.store.remote.tiers),
         in_config_file: true,
         command_line: CommandLine::ParsedLater,
     },

@@ -34,7 +34,7 @@ impl Assignment {
     }
 }
 
-/// The assignments of one source, in order (a later one wins).
+/// The assignments of one source, in order (a later one wins; a list setting's add up).
 #[derive(Clone, Default)]
 pub struct Layer {
     assignments: Vec<Assignment>,
@@ -111,9 +111,15 @@ impl Layer {
         Ok(())
     }
 
-    /// Applies the assignments on top of `base`.
+    /// Applies the assignments on top of `base`. A list setting's values add up within this
+    /// layer and replace what the layers below gave it.
     pub fn apply_to(&self, base: &mut Settings) {
+        let mut listed: Vec<&str> = Vec::new();
         for a in &self.assignments {
+            if a.setting.kind.is_list() && !listed.contains(&a.setting.name) {
+                listed.push(a.setting.name);
+                a.setting.kind.clear_list(base);
+            }
             (a.apply)(base);
         }
     }

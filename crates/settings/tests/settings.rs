@@ -114,22 +114,47 @@ fn remote_flags() {
          --remote_retry_after 0 --remote_lease=10",
     )
     .unwrap();
-    assert_eq!(
-        s.store
-            .remote
-            .url
-            .as_ref()
-            .map(ToString::to_string)
-            .as_deref(),
-        Some("redis://127.0.0.1:7000/2")
-    );
+    assert_eq!(chain(&s), ["redis://127.0.0.1:7000/2"]);
     assert!(s.store.remote.read_only);
     assert_eq!(s.store.remote.timeout, Duration::from_millis(500));
     assert_eq!(s.store.remote.retry_after, Duration::ZERO);
     assert_eq!(s.store.remote.lease, Duration::from_secs(10));
     let d = Settings::from_flags_and(None, &Layer::default()).unwrap();
-    assert_eq!(d.store.remote.url, None);
+    assert!(d.store.remote.tiers.is_empty());
     assert_eq!(d.store.remote.timeout, Duration::from_secs(2));
+}
+
+/// The chain in force, each tier as the configuration file writes it.
+fn chain(s: &Settings) -> Vec<String> {
+    s.store
+        .remote
+        .tiers
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn a_repeated_remote_is_a_chain_and_a_higher_source_replaces_it() {
+    let two = "--remote=redis://a:1/0 --remote redis://b:2/0?read_only=1";
+    let s = env(two).unwrap();
+    assert_eq!(chain(&s), ["redis://a:1/0", "redis://b:2/0?read_only=1"]);
+    assert!(!s.store.remote.tiers[0].read_only);
+    assert!(s.store.remote.tiers[1].read_only);
+    let listed = env("--remote=[redis://a:1/0,redis://b:2/0?read_only=1]").unwrap();
+    assert_eq!(listed, s, "a list in one value is the same chain");
+    let cli = Layer::parse_flags("command line", "--remote=redis://c:3/0").unwrap();
+    let s = Settings::from_flags_and(Some(two), &cli).unwrap();
+    assert_eq!(
+        chain(&s),
+        ["redis://c:3/0"],
+        "the command line's chain wins whole"
+    );
+    let shown = find("remote").unwrap().show;
+    assert_eq!(
+        shown(&env(two).unwrap()).as_deref(),
+        Some("[redis://a:1/0, redis://b:2/0?read_only=1]")
+    );
 }
 
 #[test]

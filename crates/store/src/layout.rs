@@ -113,9 +113,10 @@ impl Layout {
             legacy_snapshot: self.root.join(super::events::LEGACY_STATS_FILE),
         }
     }
-    /// Where the remote tier's circuit breaker records "down until T".
-    pub fn remote_state_path(&self) -> PathBuf {
-        self.base.join(super::remote::STATE_FILE)
+    /// Where the remote tiers' circuit breakers record "down until T" (a file per tier,
+    /// `remote::state_file_name`).
+    pub fn remote_state_dir(&self) -> &Path {
+        &self.base
     }
     /// Addresses and run records.
     pub fn registry_path(&self) -> PathBuf {

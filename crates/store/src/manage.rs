@@ -22,6 +22,7 @@ use super::lock;
 use super::prefetch_list::PrefetchCounters;
 use super::rebuild::{self, Depth, RebuildReport};
 use super::suspect::AuditCounts;
+use super::remote::{TierStats, marked_down_until, state_file_name};
 
 /// A temporary file untouched for this long belongs to a dead writer.
 pub const STALE_TMP_MS: i64 = super::atomic::STALE_TMP_AGE.as_millis() as i64;
@@ -59,10 +60,10 @@ pub struct Stats {
     pub puts: u64,
     pub bytes_written: u64,
     pub quarantined_files: u64,
-    /// The remote tier (password redacted), if one is configured.
+    /// The remote tiers (passwords redacted, comma-separated, fastest first), if any.
     pub remote: Option<String>,
     pub remote_read_only: bool,
-    /// Until when an earlier failure marked the remote down, if it is.
+    /// Until when an earlier failure marked a remote tier down (the first such tier's mark).
     pub remote_down_until_ms: Option<UnixMillis>,
     pub remote_hits: u64,
     pub remote_misses: u64,
@@ -80,6 +81,11 @@ pub struct Stats {
     pub audits: AuditCounts,
     /// Executables loaded ahead of a warm start, and whether the program used them.
     pub prefetch: PrefetchCounters,
+    /// One row per remote tier, fastest first (the `remote_*` totals add them up).
+    pub tiers: Vec<TierStats>,
+    /// The tier whose lease makes one compile per key across hosts (the first that leases:
+    /// Redis); `None`: no tier leases, each host compiles a missing key itself.
+    pub lease_tier: Option<String>,
 }
 
 /// One entry as listed.
@@ -138,10 +144,19 @@ impl Store {
         let c = self.with_index("read counters", |ix| ix.counters())?;
         let get = |k: &str| c.get(k).copied().unwrap_or(0).max(0) as u64;
         let quarantined_files = count_files(self.layout().quarantine_dir())?;
-        let remote = self.settings().remote.url.as_ref().map(ToString::to_string);
-        let remote_down_until_ms = remote.as_deref().and_then(|r| {
-            super::remote::marked_down_until(&self.layout().remote_state_path(), r, self.now())
+        let tiers = self.tier_stats(&c);
+        let remote = (!tiers.is_empty()).then(|| {
+            let urls: Vec<&str> = tiers.iter().map(|t| t.url.as_str()).collect();
+            urls.join(", ")
         });
+        let remote_down_until_ms = tiers.iter().find_map(|t| t.down_until_ms);
+        let lease_tier = self
+            .settings()
+            .remote
+            .tiers
+            .iter()
+            .find(|t| t.url.leases())
+            .map(|t| t.url.to_string());
         let zeroed_ms = self.with_index("read counters", |ix| ix.zeroed_ms())?;
         let (hits, misses) = (get("hits"), get("misses"));
         let miss_reasons = c
@@ -186,7 +201,29 @@ impl Store {
             remote_unauthenticated: get("remote_unauthenticated"),
             audits: AuditCounts::from_counters(get),
             prefetch: PrefetchCounters::from_counters(get),
+            tiers,
+            lease_tier,
         })
+    }
+
+    /// One row per tier of the chain, fastest first.
+    fn tier_stats(&self, counters: &BTreeMap<String, i64>) -> Vec<TierStats> {
+        let remote = &self.settings().remote;
+        let now = self.now();
+        remote
+            .tiers
+            .iter()
+            .map(|tier| {
+                let url = tier.url.to_string();
+                let mark = self.layout().remote_state_dir().join(state_file_name(&url));
+                let down_until_ms = marked_down_until(&mark, &url, now);
+                let read_only = remote.read_only || tier.read_only;
+                TierStats {
+                    down_until_ms,
+                    ..TierStats::from_counters(url, read_only, counters)
+                }
+            })
+            .collect()
     }
 
     /// Entries from the index, filtered and sorted (`filter.limit` bounds the work).

@@ -1,5 +1,5 @@
-//! The remote tier: a cache shared by a team or a multi-host job, behind each host's local store
-//! (`super::tiered` reads local, then remote). One machine's cache saves one machine's hours;
+//! The remote tiers: caches shared by a team or a multi-host job, behind each host's local store
+//! (`super::tiered` reads local, then each remote tier in order: a chain, fastest first). One machine's cache saves one machine's hours;
 //! this lets every host reuse what any host compiled. It uses an existing engine — Redis first,
 //! S3-compatible stores and GCS behind cargo features — through opendal, never a server of ours.
 //!
@@ -15,7 +15,8 @@
 //! - `tier`: the [`Tier`] trait every service implements (get, put, lease, …) and [`OpenTier`],
 //!   the function that picks one for a URL;
 //! - `auth`: the shared secret and the HMAC tag on every value; `breaker`: "remote down until
-//!   T", in memory and in the cache directory: both wrap any tier, here in [`Remote`].
+//!   T", one per tier, in memory and in the cache directory: both wrap any tier, here in
+//!   [`Remote`]; `tier_stats`: each tier's counters in `cache stats`.
 //!
 //! Keys (Redis) or object paths (buckets): `PREFIX/entries-v1/<digest>` for entries (the entry
 //! format version is in the name, so another format never overwrites this one's) and
@@ -25,6 +26,7 @@ mod auth;
 mod breaker;
 mod error;
 mod tier;
+mod tier_stats;
 mod url;
 
 use std::path::Path;
@@ -39,10 +41,13 @@ use super::clock::{Clock, UnixMillis};
 use super::key::Digest;
 
 pub use auth::{AuthError, MAX_SECRET_LEN, MIN_SECRET_LEN, Secret};
-pub use breaker::{Breaker, STATE_FILE, marked_down_until};
-pub use error::{RemoteError, ServiceError, show_ms};
+pub use breaker::{Breaker, marked_down_until, state_file_name};
+pub use error::{RemoteError, ServiceError, one_line, show_ms};
 pub use tier::{Lease, LeaseAttempt, OpenTier, Tier, TierOptions};
-pub use url::{BucketTarget, DEFAULT_REDIS_PREFIX, RedisTarget, RemoteUrl};
+pub use tier_stats::{TierEvent, TierStats};
+pub use url::{
+    BucketTarget, DEFAULT_REDIS_PREFIX, READ_ONLY_OPTION, RedisTarget, RemoteTier, RemoteUrl,
+};
 
 /// Default timeout of one remote operation.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -51,12 +56,12 @@ pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
 /// Default lease expiry (renewed every third of it while compiling).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
 
-/// The remote tier's settings (`--remote…` flags).
+/// The remote tiers' settings (`--remote…` flags).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RemoteSettings {
-    /// Where; `None`: no remote tier.
-    pub url: Option<RemoteUrl>,
-    /// Read the remote, never write to it (no entries, no leases).
+    /// The chain, fastest first (`--remote` once per tier); empty: no remote tier.
+    pub tiers: Vec<RemoteTier>,
+    /// Read every remote tier, never write to one (no entries, no leases).
     pub read_only: bool,
     /// Bound on one remote operation.
     #[serde(serialize_with = "serialize_secs")]
@@ -78,7 +83,7 @@ fn serialize_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::
 impl Default for RemoteSettings {
     fn default() -> Self {
         RemoteSettings {
-            url: None,
+            tiers: Vec::new(),
             read_only: false,
             timeout: DEFAULT_TIMEOUT,
             retry_after: DEFAULT_RETRY_AFTER,
@@ -89,8 +94,8 @@ impl Default for RemoteSettings {
 }
 
 /// An open remote tier: one [`Tier`] implementation inside what every service gets alike —
-/// the key layout, the HMAC seal (`auth`), the circuit breaker (`breaker`) and the read-only
-/// setting.
+/// the key layout, the HMAC seal (`auth`), its own circuit breaker (`breaker`) and the
+/// read-only setting.
 #[derive(Debug)]
 pub struct Remote {
     shown: String,
@@ -104,24 +109,25 @@ pub struct Remote {
 }
 
 impl Remote {
-    /// Sets up the remote of `settings` (`None` when there is none). `expiry` is how long an
-    /// entry lives on the server after its last write or hit (the cache's TTL); the breaker's
-    /// mark lives at `state_path`; `open_tier` sets up the service. Nothing is contacted yet.
+    /// Sets up `tier` with the rest of `settings`. `expiry` is how long an entry lives on the
+    /// server after its last write or hit (the cache's TTL); the tier's breaker keeps its mark
+    /// in `state_dir` (a file named after the tier's URL, [`state_file_name`]); `open_tier` sets
+    /// up the service. Nothing is contacted yet.
     pub fn open(
+        tier: &RemoteTier,
         settings: &RemoteSettings,
         expiry: Duration,
-        state_path: &Path,
+        state_dir: &Path,
         file_mode: u32,
         clock: Arc<dyn Clock>,
         open_tier: OpenTier,
-    ) -> Result<Option<Remote>, RemoteError> {
-        let Some(url) = &settings.url else {
-            return Ok(None);
-        };
+    ) -> Result<Remote, RemoteError> {
+        let url = &tier.url;
+        let read_only = settings.read_only || tier.read_only;
         let shown = url.to_string();
         let breaker = Arc::new(Breaker::new(
             shown.clone(),
-            state_path.to_owned(),
+            state_dir.join(state_file_name(&shown)),
             settings.retry_after,
             file_mode,
             clock,
@@ -136,15 +142,15 @@ impl Remote {
                 breaker: breaker.clone(),
             },
         )?;
-        Ok(Some(Remote {
+        Ok(Remote {
             prefix: url.prefix().trim_matches('/').to_owned(),
             shown,
-            read_only: settings.read_only,
+            read_only,
             secret: settings.secret.clone(),
             tier,
             breaker,
             reached: AtomicBool::new(false),
-        }))
+        })
     }
 
     /// True when this process must not write to the remote.
@@ -161,7 +167,7 @@ impl Remote {
     /// where its entry file starts, if it may be used at all.
     pub fn get(&self, digest: &Digest) -> Result<Option<Vec<u8>>, RemoteError> {
         let path = self.entry_path(digest);
-        self.guarded(|| {
+        self.guarded("get", || {
             self.reach()?;
             self.tier.get(&path)
         })
@@ -172,12 +178,12 @@ impl Remote {
         if self.read_only {
             return Err(RemoteError::Setup {
                 remote: self.shown.clone(),
-                reason: "read-only (--remote_read_only): not writing".to_owned(),
+                reason: "read-only (--remote_read_only or read_only=1): not writing".to_owned(),
             });
         }
         let path = self.entry_path(digest);
         let bytes = auth::seal(self.secret.as_ref(), &path, parts);
-        self.guarded(|| {
+        self.guarded("put", || {
             self.reach()?;
             self.tier.put(&path, bytes)
         })
@@ -193,7 +199,7 @@ impl Remote {
     /// services that do not expire values themselves).
     pub fn refresh(&self, digest: &Digest) {
         if !self.read_only
-            && let Err(e) = self.guarded(|| self.tier.touch(&self.entry_path(digest)))
+            && let Err(e) = self.guarded("refresh", || self.tier.touch(&self.entry_path(digest)))
         {
             debug!("{e}");
         }
@@ -207,19 +213,20 @@ impl Remote {
         }
         let key = self.lease_path(digest);
         if self.read_only {
-            return self.guarded(|| {
+            return self.guarded("read the lease", || {
                 Ok(match self.tier.lease_holder(&key)? {
                     Some(h) => LeaseAttempt::Held(h),
                     None => LeaseAttempt::Unsupported,
                 })
             });
         }
-        self.guarded(|| self.tier.lease(&key))
+        self.guarded("take the lease", || self.tier.lease(&key))
     }
 
-    /// Warns (once per process) that the remote was not used.
-    pub fn fallback(&self, err: &RemoteError) {
-        self.breaker.warn_once(err);
+    /// Warns (once per process) that the remote was not used; `others`: other tiers of the
+    /// chain go on.
+    pub fn fallback(&self, err: &RemoteError, others: bool) {
+        self.breaker.warn_once(err, others);
     }
 
     /// Until when the remote is marked down, if it is.
@@ -260,9 +267,18 @@ impl Remote {
         Ok(())
     }
 
-    /// Runs `f` unless the breaker is open; a failure opens it, a success closes it.
-    fn guarded<T>(&self, f: impl FnOnce() -> Result<T, RemoteError>) -> Result<T, RemoteError> {
-        self.breaker.check()?;
+    /// True when this tier can lease (whether or not this client may take leases).
+    pub fn leases(&self) -> bool {
+        self.tier.leases()
+    }
+
+    /// Runs `op` unless the breaker is open; a failure opens it, a success closes it.
+    fn guarded<T>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce() -> Result<T, RemoteError>,
+    ) -> Result<T, RemoteError> {
+        self.breaker.check(op)?;
         match f() {
             Ok(v) => {
                 self.breaker.succeeded();

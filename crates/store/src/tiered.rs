@@ -1,19 +1,22 @@
-//! The tiered cache a compile wrapper uses: this host's [`Store`] first, then the shared remote
-//! tiers (`remote/`, fastest first; today at most one), so every host reuses what any host
-//! compiled. Every remote tier is a [`Remote`] whatever its service: nothing here asks which.
+//! The tiered cache a compile wrapper uses: this host's [`Store`] first, then the chain of shared
+//! remote tiers (`remote/`, fastest first: `--remote` once per tier), so every host reuses what
+//! any host compiled. Every remote tier is a [`Remote`] whatever its service: nothing here asks
+//! which.
 //!
-//! - lookup: local; on a miss the remote; with a shared secret, a value whose HMAC tag does not
-//!   verify is a miss (`remote/auth.rs`); a remote entry is verified exactly as a local file is
-//!   (`entry.rs`: checksums, digest, key) and back-filled into the local store; a value that
-//!   fails either check is counted and never used;
+//! - lookup: local; on a miss each tier in order; with a shared secret, a value whose HMAC tag
+//!   does not verify is a miss (`remote/auth.rs`); a remote entry is verified exactly as a local
+//!   file is (`entry.rs`: checksums, digest, key); a value that fails either check is counted
+//!   and never used. A hit in tier k is back-filled into the local store and into every
+//!   writable tier before k, so the next lookup stops earlier;
 //! - claim before compiling: the local per-key `flock` (one compiler per host), then the lease
-//!   of the first remote tier that has leases (one compiler per team); a host that finds the
-//!   lease held waits for the result, up to the same timeout, then compiles itself;
+//!   of the first tier that has leases (one compiler per team); a host that finds the lease
+//!   held waits for the result, up to the same timeout, then compiles itself;
 //! - write: the result (or the failure record) goes to the local store and every writable remote
 //!   tier; a remote gets the exact bytes of the entry file.
 //!
-//! A remote that is down, slow or returns garbage never fails a compile: each problem becomes a
-//! local fallback, a counter in `cache stats` and one warning per process (see `remote/`).
+//! A tier that is down, slow or returns garbage never fails a compile: each problem skips that
+//! tier (the others go on), bumps the aggregate `remote_*` counters and the tier's own
+//! (`remote/tier_stats.rs`) in `cache stats`, and warns once per process and tier.
 
 use std::path::Path;
 use std::thread;
@@ -28,7 +31,7 @@ use super::error::Result;
 use super::index::Counter;
 use super::key::CacheKey;
 use super::lock::CompileLock;
-use super::remote::{Lease, LeaseAttempt, OpenTier, Remote, RemoteError};
+use super::remote::{Lease, LeaseAttempt, OpenTier, Remote, RemoteError, TierEvent};
 use super::stream::Streamed;
 
 const FIRST_PAUSE: Duration = Duration::from_millis(50);
@@ -71,30 +74,31 @@ impl CompileClaim {
 }
 
 impl Tiered {
-    /// Puts the remote of `local`'s settings behind it, its service set up by `open_tier`
-    /// (`mck_remote::tiered` passes the real ones). A remote that cannot even be set up is a
-    /// warning and a local-only cache.
+    /// Puts the chain of `local`'s settings behind it, each service set up by `open_tier`
+    /// (`mck_remote::tiered` passes the real ones). A tier that cannot even be set up is a
+    /// warning and left out of the chain.
     pub fn over(local: Store, open_tier: OpenTier) -> Tiered {
         let s = local.settings();
-        let remote = match Remote::open(
-            &s.remote,
-            s.ttl,
-            &local.layout().remote_state_path(),
-            local.file_mode(),
-            local.clock().clone(),
-            open_tier,
-        ) {
-            Ok(r) => r,
-            Err(e) => {
-                warn!("{e}; using the local cache only");
-                local.count(Counter::RemoteErrors);
-                None
+        let mut remotes = Vec::new();
+        for tier in &s.remote.tiers {
+            match Remote::open(
+                tier,
+                &s.remote,
+                s.ttl,
+                local.layout().remote_state_dir(),
+                local.file_mode(),
+                local.clock().clone(),
+                open_tier,
+            ) {
+                Ok(r) => remotes.push(r),
+                Err(e) => {
+                    warn!("{e}; going on without this tier");
+                    local.count(Counter::RemoteErrors);
+                    local.count_on(&tier.url.to_string(), TierEvent::Errors, 1);
+                }
             }
-        };
-        Tiered {
-            local,
-            remotes: remote.into_iter().collect(),
         }
+        Tiered { local, remotes }
     }
 
     pub fn local(&self) -> &Store {
@@ -117,8 +121,8 @@ impl Tiered {
     }
 
     fn remotes_lookup(&self, key: &CacheKey) -> Result<Lookup> {
-        for remote in &self.remotes {
-            match self.remote_lookup(remote, key, true)? {
+        for tier in 0..self.remotes.len() {
+            match self.remote_lookup(tier, key, true)? {
                 Lookup::Miss => {}
                 found => return Ok(found),
             }
@@ -160,9 +164,12 @@ impl Tiered {
             }
         }
         let compile = |local, lease| Ok(Claim::Compile(CompileClaim { local, lease }));
-        for remote in &self.remotes {
-            match self.claim_lease(remote, key, start, timeout)? {
-                LeaseClaim::Unsupported => {}
+        // The first tier that leases, so every host of the team asks the same one; the next
+        // one only while it is down (then the team's hosts that see it down agree again).
+        for tier in (0..self.remotes.len()).filter(|&i| self.remotes[i].leases()) {
+            match self.claim_lease(tier, key, start, timeout)? {
+                LeaseClaim::Unreachable => {}
+                LeaseClaim::Unsupported => break,
                 LeaseClaim::Found(found) => return Ok(Claim::Found(found)),
                 LeaseClaim::Compile(lease) => return compile(local, lease),
             }
@@ -170,14 +177,15 @@ impl Tiered {
         compile(local, None)
     }
 
-    /// The lease part of [`Tiered::claim`] on one remote tier.
+    /// The lease part of [`Tiered::claim`] on tier `tier`.
     fn claim_lease(
         &self,
-        remote: &Remote,
+        tier: usize,
         key: &CacheKey,
         start: Instant,
         timeout: Duration,
     ) -> Result<LeaseClaim> {
+        let remote = &self.remotes[tier];
         let compile = |lease| Ok(LeaseClaim::Compile(lease));
         let deadline = saturating_deadline(start, timeout);
         let mut pause = FIRST_PAUSE;
@@ -186,12 +194,12 @@ impl Tiered {
             match remote.try_lease(key.digest()) {
                 Err(e) => {
                     self.remote_failed(remote, &e);
-                    return compile(None);
+                    return Ok(LeaseClaim::Unreachable);
                 }
                 Ok(LeaseAttempt::Unsupported) => return Ok(LeaseClaim::Unsupported),
                 Ok(LeaseAttempt::Acquired(lease)) => {
                     // Another host may have finished between our lookup and the lease.
-                    return match self.remote_lookup(remote, key, false)? {
+                    return match self.remote_lookup(tier, key, false)? {
                         Lookup::Miss => compile(Some(lease)),
                         found => Ok(LeaseClaim::Found(found)),
                     };
@@ -206,7 +214,7 @@ impl Tiered {
                             deadline.saturating_duration_since(now).as_secs()
                         );
                     }
-                    match self.remote_lookup(remote, key, false)? {
+                    match self.remote_lookup(tier, key, false)? {
                         Lookup::Miss => {}
                         found => return Ok(LeaseClaim::Found(found)),
                     }
@@ -265,16 +273,18 @@ impl Tiered {
         Ok(stored)
     }
 
-    /// The remote's entry for `key`, verified; back-filled locally. `first_look`: count an
-    /// absent entry as a remote miss (polls while waiting for another host do not).
-    fn remote_lookup(&self, remote: &Remote, key: &CacheKey, first_look: bool) -> Result<Lookup> {
+    /// Tier `tier`'s entry for `key`, verified; back-filled locally and into the writable
+    /// tiers before it. `first_look`: count an absent entry as a miss (polls while waiting for
+    /// another host do not).
+    fn remote_lookup(&self, tier: usize, key: &CacheKey, first_look: bool) -> Result<Lookup> {
+        let remote = &self.remotes[tier];
         let bytes = match remote.get(key.digest()) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => {
                 if first_look {
                     info!("No candidate found on {}", remote.shown());
-                    self.local.count(Counter::RemoteMisses);
                 }
+                self.count_miss(remote, first_look);
                 return Ok(Lookup::Miss);
             }
             Err(e) => {
@@ -307,7 +317,7 @@ impl Tiered {
                     "Ignoring the entry on {}: its format version {v} is newer",
                     remote.shown()
                 );
-                self.count_miss(first_look);
+                self.count_miss(remote, first_look);
                 return Ok(Lookup::Miss);
             }
         };
@@ -322,7 +332,7 @@ impl Tiered {
                 remote.shown(),
                 meta.key
             );
-            self.count_miss(first_look);
+            self.count_miss(remote, first_look);
             return Ok(Lookup::Miss);
         }
         if meta.state == EntryState::Failed && self.local.settings().retry_failed_compilation {
@@ -330,7 +340,7 @@ impl Tiered {
                 "Ignoring the cached failed compilation on {} (retry_failed_compilation)",
                 remote.shown()
             );
-            self.count_miss(first_look);
+            self.count_miss(remote, first_look);
             return Ok(Lookup::Miss);
         }
         let path = self.local.layout().entry_path(key.digest());
@@ -339,7 +349,10 @@ impl Tiered {
             warn!("cannot copy the remote entry of {key} into the local cache: {e}");
         }
         self.local.count(Counter::RemoteHits);
+        self.count_on(remote, TierEvent::Hits, 1);
+        self.count_on(remote, TierEvent::BytesRead, bytes.len() as u64);
         remote.refresh(key.digest());
+        self.backfill(tier, key, bytes);
         let EntryMeta {
             failure,
             ingredients,
@@ -395,43 +408,83 @@ impl Tiered {
                 remote.shown()
             );
             self.local.count(counter);
+            self.count_on(remote, TierEvent::Misses, 1);
         }
         Lookup::Miss
     }
 
     /// Writes an entry file to every writable remote tier.
     fn remote_put(&self, key: &CacheKey, parts: &[&[u8]]) {
-        for remote in self.remotes.iter().filter(|r| !r.read_only()) {
-            match remote.put(key.digest(), parts) {
-                Ok(()) => {
-                    debug!("Stored {key} on {}", remote.shown());
-                    self.local.count(Counter::RemoteWrites);
-                }
-                Err(e) => self.remote_failed(remote, &e),
+        for remote in &self.remotes {
+            if self.write_to(remote, key, parts) {
+                debug!("Stored {key} on {}", remote.shown());
             }
         }
     }
 
-    fn count_miss(&self, first_look: bool) {
-        if first_look {
-            self.local.count(Counter::RemoteMisses);
+    /// A hit in tier `tier`: its verified entry file `bytes` go to each writable tier before it.
+    fn backfill(&self, tier: usize, key: &CacheKey, bytes: &[u8]) {
+        for faster in &self.remotes[..tier] {
+            if self.write_to(faster, key, &[bytes]) {
+                self.count_on(faster, TierEvent::Backfills, 1);
+                debug!(
+                    "Back-filled {key} from {} into {}",
+                    self.remotes[tier].shown(),
+                    faster.shown()
+                );
+            }
         }
     }
 
+    /// Writes an entry file to `remote` unless it is read-only; true when it was written.
+    fn write_to(&self, remote: &Remote, key: &CacheKey, parts: &[&[u8]]) -> bool {
+        if remote.read_only() {
+            return false;
+        }
+        match remote.put(key.digest(), parts) {
+            Ok(()) => {
+                self.local.count(Counter::RemoteWrites);
+                self.count_on(remote, TierEvent::Writes, 1);
+                let len: usize = parts.iter().map(|p| p.len()).sum();
+                self.count_on(remote, TierEvent::BytesWritten, len as u64);
+                true
+            }
+            Err(e) => {
+                self.remote_failed(remote, &e);
+                false
+            }
+        }
+    }
+
+    fn count_miss(&self, remote: &Remote, first_look: bool) {
+        if first_look {
+            self.local.count(Counter::RemoteMisses);
+            self.count_on(remote, TierEvent::Misses, 1);
+        }
+    }
+
+    fn count_on(&self, remote: &Remote, event: TierEvent, by: u64) {
+        self.local.count_on(remote.shown(), event, by);
+    }
+
     fn remote_failed(&self, remote: &Remote, e: &RemoteError) {
-        self.local.count(if e.is_skip() {
-            Counter::RemoteSkipped
+        let (total, own) = if e.is_skip() {
+            (Counter::RemoteSkipped, TierEvent::Skipped)
         } else {
-            Counter::RemoteErrors
-        });
-        remote.fallback(e);
+            (Counter::RemoteErrors, TierEvent::Errors)
+        };
+        self.local.count(total);
+        self.count_on(remote, own, 1);
+        remote.fallback(e, self.remotes.len() > 1);
     }
 }
 
 /// What the lease of one remote tier gave [`Tiered::claim`].
 enum LeaseClaim {
-    /// This tier has no leases (or none for a read-only client): ask the next.
+    /// No lease for this client (read-only) and nobody holds it: compile without one.
     Unsupported,
+    /// The tier failed or is marked down: ask the next tier that leases.
+    Unreachable,
     /// The result arrived while we waited.
     Found(Lookup),
     /// Compile, holding this lease if any.
@@ -450,5 +503,12 @@ impl Store {
     /// Bumps one event counter (best effort: a counter is never worth failing a lookup).
     pub(super) fn count(&self, counter: Counter) {
         self.index_best_effort("count a remote event", |ix| ix.add(counter, 1));
+    }
+
+    /// Adds `by` to the counter of `event` on the tier shown as `tier` (best effort).
+    fn count_on(&self, tier: &str, event: TierEvent, by: u64) {
+        let name = event.counter(tier);
+        let by = i64::try_from(by).unwrap_or(i64::MAX);
+        self.index_best_effort("count a tier event", |ix| ix.add_named(&name, by));
     }
 }

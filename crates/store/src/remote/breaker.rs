@@ -1,9 +1,11 @@
-//! The circuit breaker: after a remote failure, stop paying its timeout. A failure marks the
-//! remote down for `retry_after`; meanwhile every remote operation is skipped at once (a local
-//! fallback). The mark is kept in memory and in a small file in the cache directory,
-//! `v1/remote-down.json`, so that each short-lived `exec` process of a build does not pay the
-//! timeout again. When the time has passed the next operation tries the remote (half-open): a
-//! success removes the mark, a failure renews it. A warning is printed once per process.
+//! The circuit breaker, one per tier: after a tier's failure, stop paying its timeout. A failure
+//! marks the tier down for `retry_after`; meanwhile every operation on it is skipped at once
+//! (the other tiers and the local cache go on). The mark is kept in memory and in a small file
+//! in the cache directory, `v1/remote-down-<hash of the tier's URL>.json` ([`state_file_name`]),
+//! so that each short-lived `exec` process of a build does not pay the timeout again, and a
+//! chain's tiers never share a mark. When the time has passed the next operation tries the tier
+//! (half-open): a success removes the mark, a failure renews it. A warning (one line, naming the
+//! tier, the operation and the cause) is printed once per process and tier.
 //!
 //! The file names the remote it is about (passwords redacted), so changing `--remote` does not
 //! inherit another server's mark; a malformed or foreign file is ignored.
@@ -16,14 +18,19 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
 use tracing::{debug, warn};
 
 use super::super::clock::{Clock, UnixMillis};
 use super::super::fsutil;
 use super::error::{RemoteError, show_ms};
 
-/// The file name, inside the layout's version directory.
-pub const STATE_FILE: &str = "remote-down.json";
+/// The mark file of the tier shown as `remote` (its URL, password redacted), inside the
+/// layout's version directory: named by a hash, as a URL is no file name.
+pub fn state_file_name(remote: &str) -> String {
+    let hash = Sha256::digest(remote.as_bytes());
+    format!("remote-down-{}.json", hex::encode(&hash[..8]))
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Mark {
@@ -70,11 +77,12 @@ impl Breaker {
         }
     }
 
-    /// `Err(Down)` while the remote is marked down; `Ok` when it may be tried.
-    pub fn check(&self) -> Result<(), RemoteError> {
+    /// `Err(Down)` naming `op` while the remote is marked down; `Ok` when it may be tried.
+    pub fn check(&self, op: &'static str) -> Result<(), RemoteError> {
         let now = self.clock.now_ms();
         match &*self.lock() {
             Some(m) if now < m.until_ms => Err(RemoteError::Down {
+                op,
                 remote: self.remote.clone(),
                 until_ms: m.until_ms,
                 reason: m.reason.clone(),
@@ -125,8 +133,9 @@ impl Breaker {
         }
     }
 
-    /// Warns about `err` the first time this process falls back to the local cache.
-    pub fn warn_once(&self, err: &RemoteError) {
+    /// Warns about `err` the first time this process goes on without this tier; `others`:
+    /// other tiers of the chain go on serving (else only the local cache does).
+    pub fn warn_once(&self, err: &RemoteError, others: bool) {
         if !self.warned.swap(true, Ordering::SeqCst) {
             let until = match err {
                 RemoteError::Down { .. } => String::new(),
@@ -135,7 +144,12 @@ impl Breaker {
                     None => String::new(),
                 },
             };
-            warn!("remote cache unavailable, using the local cache only{until}: {err}");
+            let without = if others {
+                "going on with the other tiers"
+            } else {
+                "using the local cache only"
+            };
+            warn!("remote cache unavailable, {without}{until}: {err}");
         } else {
             debug!("remote cache fallback: {err}");
         }
@@ -204,31 +218,52 @@ mod tests {
     #[test]
     fn trips_skips_then_half_opens_and_a_new_process_sees_the_mark() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(STATE_FILE);
+        let path = dir.path().join(state_file_name("r"));
         let clock = Arc::new(ManualClock::new(1_000));
         let b = breaker("r", &path, clock.clone());
-        assert!(b.check().is_ok());
+        assert!(b.check("get").is_ok());
         b.trip("connection refused");
-        assert!(b.check().unwrap_err().is_skip());
+        assert!(b.check("get").unwrap_err().is_skip());
         // Another process sharing the directory skips at once.
         let other = breaker("r", &path, clock.clone());
-        assert!(other.check().is_err());
+        assert!(other.check("get").is_err());
         // Another remote does not inherit the mark.
         let foreign = breaker("s", &path, clock.clone());
-        assert!(foreign.check().is_ok());
+        assert!(foreign.check("get").is_ok());
         clock.advance(Duration::from_secs(31));
-        assert!(b.check().is_ok(), "half-open after retry_after");
+        assert!(b.check("get").is_ok(), "half-open after retry_after");
         b.succeeded();
         assert!(!path.exists());
         assert_eq!(b.down_until(), None);
     }
 
     #[test]
+    fn each_tier_has_its_own_mark_file() {
+        let a = state_file_name("redis://127.0.0.1:1/0");
+        let b = state_file_name("redis://127.0.0.1:2/0");
+        assert_ne!(a, b);
+        assert!(a.starts_with("remote-down-") && a.ends_with(".json"), "{a}");
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(1_000));
+        let first = breaker("r1", &dir.path().join(state_file_name("r1")), clock.clone());
+        let second = breaker("r2", &dir.path().join(state_file_name("r2")), clock.clone());
+        first.trip("connection refused");
+        assert!(first.check("get").is_err());
+        assert!(
+            second.check("get").is_ok(),
+            "a down tier does not stop the next"
+        );
+        let again = breaker("r1", &dir.path().join(state_file_name("r1")), clock);
+        let e = again.check("put").unwrap_err().to_string();
+        assert!(e.starts_with("skipped put: r1 is marked down until"), "{e}");
+    }
+
+    #[test]
     fn a_malformed_mark_is_ignored() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(STATE_FILE);
+        let path = dir.path().join(state_file_name("r"));
         fs::write(&path, b"{not json").unwrap();
         let b = breaker("r", &path, Arc::new(ManualClock::new(0)));
-        assert!(b.check().is_ok());
+        assert!(b.check("get").is_ok());
     }
 }

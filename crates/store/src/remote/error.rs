@@ -1,6 +1,7 @@
 //! Errors of the remote tier. None of them fails a compile: the tiered lookup turns each into a
 //! local fallback, a counter and (once per process) a warning. Each variant names the operation,
-//! the remote and what went wrong, so that one warning is enough to act on.
+//! the remote and what went wrong, on one line (a service's nested, multi-line error text is
+//! folded by [`one_line`]), so that one warning is enough to act on.
 
 use std::time::Duration;
 
@@ -14,8 +15,9 @@ pub type ServiceError = Box<dyn std::error::Error + Send + Sync>;
 pub enum RemoteError {
     /// The circuit breaker is open: an earlier failure (in this process or a recent one sharing
     /// the cache directory) marked the remote down; it is retried after `until_ms`.
-    #[error("{remote} is marked down until {} ({reason})", show_ms(*until_ms))]
+    #[error("skipped {op}: {remote} is marked down until {} ({reason})", show_ms(*until_ms))]
     Down {
+        op: &'static str,
         remote: String,
         until_ms: UnixMillis,
         reason: String,
@@ -28,7 +30,7 @@ pub enum RemoteError {
         after: Duration,
     },
     /// The storage service (opendal, in `mck-remote`) failed.
-    #[error("cannot {op} on {remote}: {source}")]
+    #[error("cannot {op} on {remote}: {}", one_line(&source.to_string()))]
     Service {
         op: &'static str,
         remote: String,
@@ -36,7 +38,7 @@ pub enum RemoteError {
         source: ServiceError,
     },
     /// The Redis lease connection failed.
-    #[error("cannot {op} on {remote}: {source}")]
+    #[error("cannot {op} on {remote}: {}", one_line(&source.to_string()))]
     Lease {
         op: &'static str,
         remote: String,
@@ -56,8 +58,33 @@ impl RemoteError {
     }
 }
 
+/// `text` on one line: line breaks and runs of blanks become one space (a service's error may
+/// nest its causes over several lines; a warning is one line).
+pub fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Milliseconds since the epoch as an RFC 3339 UTC time.
 pub fn show_ms(ms: UnixMillis) -> String {
     let t = std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(ms).unwrap_or(0));
     humantime::format_rfc3339_seconds(t).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nested_service_error_is_one_line() {
+        let source: ServiceError = "Unexpected (temporary) at read\n\n   Context:\n      url: http://h\n\n   Source: refused".into();
+        let e = RemoteError::Service {
+            op: "get",
+            remote: "s3://b".into(),
+            source,
+        };
+        assert_eq!(
+            e.to_string(),
+            "cannot get on s3://b: Unexpected (temporary) at read Context: url: http://h Source: refused"
+        );
+    }
 }

@@ -8,11 +8,58 @@
 //! | `redis://[USER:PASSWORD@]HOST[:PORT][/DB[/PREFIX…]]` | Redis (first-class, tested) |
 //! | `s3://BUCKET[/PREFIX…][?endpoint=URL&region=NAME]` | S3-compatible (cargo feature `remote-s3`) |
 //! | `gcs://BUCKET[/PREFIX…][?endpoint=URL&credential_path=FILE]` | Google Cloud Storage (`remote-gcs`) |
+//!
+//! A chain holds several tiers ([`RemoteTier`]), fastest first; `read_only=1` in a tier's query
+//! (`redis://h:6379/0?read_only=1`) makes that one tier read-only.
 
 use std::fmt;
 
 /// Default key prefix inside a Redis database (buckets default to their root).
 pub const DEFAULT_REDIS_PREFIX: &str = "mlir-cache-key";
+
+/// The query option that makes one tier of a chain read-only.
+pub const READ_ONLY_OPTION: &str = "read_only";
+
+/// One tier of the chain: where it lives and whether this host may write to it.
+#[derive(Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RemoteTier {
+    pub url: RemoteUrl,
+    /// `read_only=1` in its URL: read it, never write to it (nor take its leases).
+    pub read_only: bool,
+}
+
+impl RemoteTier {
+    /// A writable tier.
+    pub fn writable(url: RemoteUrl) -> RemoteTier {
+        RemoteTier {
+            url,
+            read_only: false,
+        }
+    }
+}
+
+/// As written in the configuration file: the URL (password redacted) and its read-only mark.
+impl fmt::Display for RemoteTier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.url)?;
+        if self.read_only {
+            let has_query =
+                matches!(&self.url, RemoteUrl::S3(b) | RemoteUrl::Gcs(b) if !b.options.is_empty());
+            write!(
+                f,
+                "{}{READ_ONLY_OPTION}=1",
+                if has_query { '&' } else { '?' }
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for RemoteTier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RemoteTier({self})")
+    }
+}
 
 /// A parsed remote URL.
 #[derive(Clone, PartialEq, Eq)]
@@ -52,6 +99,12 @@ impl RemoteUrl {
             RemoteUrl::S3(_) => "s3",
             RemoteUrl::Gcs(_) => "gcs",
         }
+    }
+
+    /// True for the services with a compile lease (Redis; `mck-remote`'s tier agrees, a test
+    /// there checks), so `cache stats` can say which tier of a chain leases without opening it.
+    pub fn leases(&self) -> bool {
+        matches!(self, RemoteUrl::Redis(_))
     }
 
     /// The key (object path) prefix every entry and lease lives under.
