@@ -323,7 +323,7 @@ impl Tiered {
         };
         // A remote tier may still hold what a hit audit condemned here.
         if self.local.suspect_of(&meta).is_some() {
-            self.count_miss(first_look);
+            self.count_miss(remote, first_look);
             return Ok(Lookup::Miss);
         }
         if meta.key != key.to_string() {
