@@ -102,7 +102,9 @@ fn failures_are_shared_and_replayed_without_compiling() {
 fn a_killed_remote_never_fails_a_compile_and_is_retried_later() {
     let mut target = redis_or_skip!(redis::private("killed_remote"));
     let team = Team::new(target.url());
-    let flags = "--remote_retry_after=3";
+    // Long enough for the steps below to run inside it on a loaded machine; the wait for it
+    // to pass reads the mark's own time.
+    let flags = "--remote_retry_after=10";
     success_stderr(team.exec("a", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
     success_stderr(team.exec("b", "a.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
     assert_eq!(team.runs(), 1);
@@ -157,7 +159,9 @@ fn a_killed_remote_never_fails_a_compile_and_is_retried_later() {
         sa["remote_fallbacks"].as_u64(),
         Some(sa["remote_errors"].as_u64().unwrap() + sa["remote_skipped"].as_u64().unwrap())
     );
-    assert!(sa["remote_down_until_ms"].is_i64(), "{sa}");
+    let down_until_ms = sa["remote_down_until_ms"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no mark: {sa}"));
     let text = team.stats_text("a");
     assert!(text.contains("remote down until"), "{text}");
     assert!(text.contains("remote fallbacks"), "{text}");
@@ -166,7 +170,13 @@ fn a_killed_remote_never_fails_a_compile_and_is_retried_later() {
 
     // Back up (empty) and past retry_after: the remote is used again and the mark is gone.
     target.server().restart();
-    std::thread::sleep(Duration::from_secs(3));
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64;
+    std::thread::sleep(Duration::from_millis(
+        (down_until_ms - now_ms).max(0) as u64 + 200,
+    ));
     success_stderr(team.exec("a", "d.mlir").env("MLIR_CACHE_KEY_FLAGS", flags));
     assert_eq!(team.runs(), 5);
     assert_eq!(target.entry_keys().len(), 1, "{:?}", target.keys());

@@ -21,8 +21,8 @@ use super::key::Digest;
 use super::lock;
 use super::prefetch_list::PrefetchCounters;
 use super::rebuild::{self, Depth, RebuildReport};
-use super::suspect::AuditCounts;
 use super::remote::{TierStats, marked_down_until, state_file_name};
+use super::suspect::AuditCounts;
 
 /// A temporary file untouched for this long belongs to a dead writer.
 pub const STALE_TMP_MS: i64 = super::atomic::STALE_TMP_AGE.as_millis() as i64;
