@@ -44,6 +44,13 @@ pub struct CounterFiles {
     pub legacy_snapshot: PathBuf,
 }
 
+impl CounterFiles {
+    /// The use log hits append to (`uses.rs`), beside the counters.
+    pub fn uses_log(&self) -> PathBuf {
+        self.db.with_file_name(super::uses::USES_FILE)
+    }
+}
+
 /// Attaches the counters to the index connection `conn` (creating the file, with `file_mode`),
 /// moving in an older cache's counters the first time. A damaged counters file is set aside
 /// with a warning and started afresh: counters are worth less than a working cache.

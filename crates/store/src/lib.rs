@@ -52,6 +52,7 @@ mod stream;
 mod stream_put;
 mod tiered;
 mod transfer;
+mod uses;
 
 pub use atomic::{OUTPUT_TMP_PREFIX, write_file};
 pub use cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};
