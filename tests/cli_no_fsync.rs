@@ -9,7 +9,7 @@
 mod common;
 
 use common::{Site, compile};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const SYNC_CALLS: [&str; 4] = ["fsync", "fdatasync", "sync_file_range", "syncfs"];
@@ -29,6 +29,16 @@ fn strace_available(test: &str) -> bool {
         eprintln!("{test}: skipped: strace is not installed");
     }
     found
+}
+
+/// A site and its cache directory for `test`, or none when strace is missing outside CI.
+fn traced_site(test: &str) -> Option<(Site, PathBuf)> {
+    if !strace_available(test) {
+        return None;
+    }
+    let site = Site::new("compiled");
+    let cache = site.path("cache");
+    Some((site, cache))
 }
 
 /// Runs `command` under strace (following children) and returns its stdout, its stderr and
@@ -89,11 +99,9 @@ fn hits(site: &Site, cache: &Path) -> (u64, u64) {
 
 #[test]
 fn a_cache_get_hit_performs_no_fsync() {
-    if !strace_available("a_cache_get_hit_performs_no_fsync") {
+    let Some((site, cache)) = traced_site("a_cache_get_hit_performs_no_fsync") else {
         return;
-    }
-    let site = Site::new("compiled");
-    let cache = site.path("cache");
+    };
     let artefact = site.path("artefact");
     std::fs::write(&artefact, b"artefact bytes").unwrap();
     let key = format!("jit_f-{}", "7".repeat(64));
@@ -115,11 +123,9 @@ fn a_cache_get_hit_performs_no_fsync() {
 
 #[test]
 fn an_exec_hit_performs_no_fsync() {
-    if !strace_available("an_exec_hit_performs_no_fsync") {
+    let Some((site, cache)) = traced_site("an_exec_hit_performs_no_fsync") else {
         return;
-    }
-    let site = Site::new("compiled");
-    let cache = site.path("cache");
+    };
     let module = site.module("cpu/mlp.a.generic.mlir", "m.mlir");
     let out = site.path("out.bin");
     let exec = |site: &Site| {
