@@ -6,7 +6,8 @@
 //! One line per use, `<digest or -> <unix ms> <counter>\n`, appended with `O_APPEND` under a
 //! shared `flock`; the folder takes the lock exclusively, so it never truncates a line away
 //! while an appender writes it. A crash may lose the lines not yet folded, or tear the last
-//! one: a torn or foreign line is skipped. Losing a use only makes an entry look older.
+//! one: a torn or foreign line is skipped. Losing a use only makes an entry look older. A
+//! read-only cache neither appends (it records no use) nor folds (it cannot write the index).
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Write as _};
