@@ -8,6 +8,7 @@ packages=(
   libclang1-22 libclang-common-22-dev libpolly-22-dev libzstd-dev
   cmake ninja-build python3
   redis-server  # the remote-tier tests run a real Redis (brings redis-cli)
+  strace  # tests/cli_no_fsync.rs and python/tests/test_hit_cost.py: a hit makes no fsync
 )
 
 missing=()
@@ -33,6 +34,6 @@ fi
 for tool in mlir-opt FileCheck lit not llvm-config; do
   [ -x "/usr/lib/llvm-22/bin/$tool" ] || { echo "setup: /usr/lib/llvm-22/bin/$tool missing after install" >&2; exit 1; }
 done
-for tool in redis-server redis-cli; do
+for tool in redis-server redis-cli strace; do
   command -v "$tool" >/dev/null || { echo "setup: $tool missing after install" >&2; exit 1; }
 done

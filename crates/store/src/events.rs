@@ -1,7 +1,8 @@
 //! The event counters' one home (hits, misses, miss reasons, evictions, puts, remote counters…):
 //! `DIR/v1/counters.sqlite`, durable where the index is disposable, so statistics survive an
-//! index rebuild. The index connection attaches it (as `events`), so a hit stays one
-//! transaction: last use in the index, the counter here. It runs in WAL mode with
+//! index rebuild. The index connection attaches it (as `events`), so folding the use log in
+//! (`uses.rs`: a hit's last use and counter) is one transaction: last uses in the index, the
+//! counters here. It runs in WAL mode with
 //! `synchronous=NORMAL` (no fsync per commit): a crash may lose the last increments, which is
 //! harmless, never the file. The size counters (entries, bytes, failed entries) describe the
 //! rows, not events: the index's triggers keep them beside the rows.
@@ -42,6 +43,13 @@ CREATE TABLE IF NOT EXISTS events.meta(key TEXT PRIMARY KEY, value INTEGER NOT N
 pub struct CounterFiles {
     pub db: PathBuf,
     pub legacy_snapshot: PathBuf,
+}
+
+impl CounterFiles {
+    /// The use log hits append to (`uses.rs`), beside the counters.
+    pub fn uses_log(&self) -> PathBuf {
+        self.db.with_file_name(super::uses::USES_FILE)
+    }
 }
 
 /// Attaches the counters to the index connection `conn` (creating the file, with `file_mode`),

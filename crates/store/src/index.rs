@@ -1,5 +1,7 @@
 //! The SQLite index: which entries exist, their sizes and last use, and their totals; the event
-//! counters it bumps live in `counters.sqlite`, attached to its connection (`events.rs`). It makes
+//! counters it bumps live in `counters.sqlite`, attached to its connection (`events.rs`). A hit
+//! writes neither: it appends to the use log (`uses.rs`), which every other read or write of
+//! last uses and counters folds in first, so a hit performs no fsync. It makes
 //! eviction (least recently used first) and listing cost O(log n) per entry touched instead of a
 //! directory scan, and keeps running totals so no write needs a `SUM`.
 //!
@@ -13,12 +15,13 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use super::clock::UnixMillis;
 use super::entry::EntryState;
 use super::events::{self, CounterFiles};
 use super::sqlite::{self, BUSY_TIMEOUT, is_corruption, retry_busy};
+use super::uses::UseLog;
 
 /// Bumped when the schema changes incompatibly: an index of another version is rebuilt.
 pub const SCHEMA_VERSION: &str = "1";
@@ -116,6 +119,18 @@ impl Counter {
             Counter::ManifestReads => "manifest_reads",
         }
     }
+
+    /// The counters of hits: they go through the use log, never a synced write.
+    const OF_HITS: [Counter; 4] = [
+        Counter::Hits,
+        Counter::FailuresReplayed,
+        Counter::DirectHits,
+        Counter::ManifestReads,
+    ];
+
+    fn of_hits(name: &str) -> Option<Counter> {
+        Counter::OF_HITS.into_iter().find(|c| c.name() == name)
+    }
 }
 
 /// One row of `entries`.
@@ -185,6 +200,8 @@ pub enum OpenFailure {
 #[derive(Debug)]
 pub struct Index {
     conn: Connection,
+    /// Where hits are recorded (none for a read-only cache, which records nothing).
+    uses: Option<UseLog>,
 }
 
 fn row_from(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
@@ -276,7 +293,8 @@ impl Index {
         // Its own damage is handled inside; anything else is an error, not a reason to rebuild
         // the index.
         events::attach(&mut conn, counters, file_mode).map_err(OpenFailure::Error)?;
-        Ok((Index { conn }, populated))
+        let uses = Some(UseLog::new(counters.uses_log(), file_mode));
+        Ok((Index { conn, uses }, populated))
     }
 
     /// Opens the index of a read-only cache: SQLite's `immutable` mode, which neither writes
@@ -304,7 +322,7 @@ impl Index {
             }
         };
         events::attach_read_only(&conn, counters)?;
-        Ok(Index { conn })
+        Ok(Index { conn, uses: None })
     }
 
     /// Marks the index as reflecting the directory.
@@ -314,24 +332,88 @@ impl Index {
             .map(|_| ())
     }
 
-    /// A hit: update last use (if the row exists) and bump `counter`. Returns whether the row
-    /// existed.
+    /// A hit: log the last use and `counter` (a counter of hits) in the use log, no SQLite
+    /// write. Returns whether the row exists.
     pub fn record_use(
         &mut self,
         digest: &str,
         now: UnixMillis,
         counter: Counter,
     ) -> rusqlite::Result<bool> {
-        let tx = self
+        let exists = self
             .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let n = tx.execute(
-            "UPDATE entries SET last_used = ?2 WHERE digest = ?1",
-            params![digest, now],
-        )?;
+            .prepare_cached("SELECT 1 FROM entries WHERE digest = ?1")?
+            .exists([digest])?;
+        self.log_use(Some(digest), now, counter)?;
+        Ok(exists)
+    }
+
+    /// Appends a use to the log; a counter that is not one of hits (or a log that cannot be
+    /// written) takes the index's ordinary, synced way.
+    fn log_use(
+        &self,
+        digest: Option<&str>,
+        now: UnixMillis,
+        counter: Counter,
+    ) -> rusqlite::Result<()> {
+        if let Some(log) = &self.uses
+            && Counter::of_hits(counter.name()).is_some()
+        {
+            match log.append(digest, now, counter.name()) {
+                Ok(()) => return Ok(()),
+                Err(e) => tracing::debug!("cannot append to {}: {e}", log.path().display()),
+            }
+        }
+        let tx = self.conn.unchecked_transaction()?;
+        if let Some(digest) = digest {
+            tx.execute(
+                "UPDATE entries SET last_used = max(last_used, ?2) WHERE digest = ?1",
+                params![digest, now],
+            )?;
+        }
         bump(&tx, counter, 1)?;
-        tx.commit()?;
-        Ok(n > 0)
+        tx.commit()
+    }
+
+    /// Moves the use log's lines into the rows and counters, in one write transaction (before
+    /// anything reads or writes last uses or counters). A log that cannot be read is left for
+    /// the next writer: what it holds is only ever a little stale.
+    fn fold_uses(&self) -> rusqlite::Result<()> {
+        let Some(log) = self.uses.as_ref().filter(|log| log.has_uses()) else {
+            return Ok(());
+        };
+        // Folders queue on the index's write lock first, then take the log's.
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+        let drain = match log.drain() {
+            Ok(Some(drain)) => drain,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                tracing::warn!("cannot read the use log {}: {e}", log.path().display());
+                return Ok(());
+            }
+        };
+        let mut hits: BTreeMap<&'static str, i64> = BTreeMap::new();
+        for used in &drain.uses {
+            let Some(counter) = Counter::of_hits(&used.counter) else {
+                continue;
+            };
+            if let Some(digest) = &used.digest {
+                tx.prepare_cached(
+                    "UPDATE entries SET last_used = max(last_used, ?2) WHERE digest = ?1",
+                )?
+                .execute(params![digest, used.at_ms])?;
+            }
+            *hits.entry(counter.name()).or_insert(0) += 1;
+        }
+        for (name, by) in hits {
+            add_to(&tx, name, by)?;
+        }
+        // Emptied before the commit: a failed commit loses these uses, never counts them twice.
+        if let Err(e) = drain.finish() {
+            tracing::warn!("cannot empty the use log {}: {e}", log.path().display());
+            return Ok(());
+        }
+        tx.commit()
     }
 
     /// A miss: bump `misses` (and `corrupt` when the entry was quarantined) and drop a row whose
@@ -342,6 +424,7 @@ impl Index {
         drop_row: bool,
         corrupt: bool,
     ) -> rusqlite::Result<()> {
+        self.fold_uses()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -357,6 +440,7 @@ impl Index {
 
     /// Inserts or replaces a row and bumps the given counters, in one transaction.
     pub fn upsert(&mut self, row: &Row, bumps: &[(Counter, i64)]) -> rusqlite::Result<()> {
+        self.fold_uses()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -374,6 +458,7 @@ impl Index {
 
     /// Removes a row; returns it if it existed.
     pub fn remove(&mut self, digest: &str) -> rusqlite::Result<Option<Row>> {
+        self.fold_uses()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -390,6 +475,7 @@ impl Index {
     }
 
     pub fn row(&self, digest: &str) -> rusqlite::Result<Option<Row>> {
+        self.fold_uses()?;
         self.conn
             .query_row(
                 &format!("SELECT {ROW_COLUMNS} FROM entries WHERE digest = ?1"),
@@ -399,9 +485,9 @@ impl Index {
             .optional()
     }
 
-    /// Entry count and total bytes (trigger-maintained, O(1)).
+    /// Entry count and total bytes (trigger-maintained, O(1); the use log does not move them).
     pub fn totals(&self) -> rusqlite::Result<(u64, u64)> {
-        let c = self.counters()?;
+        let c = self.stored_counters()?;
         let get = |k: &str| c.get(k).copied().unwrap_or(0).max(0) as u64;
         Ok((get("entry_count"), get("total_bytes")))
     }
@@ -411,20 +497,20 @@ impl Index {
         bump(&self.conn, counter, by)
     }
 
+    /// Counts one hit of `counter` that names no entry (through the use log, no fsync).
+    pub fn count_hit(&mut self, counter: Counter, now: UnixMillis) -> rusqlite::Result<()> {
+        self.log_use(None, now, counter)
+    }
+
     /// Adds `by` to the event counter called `name` (e.g. `miss_reason.flag`), creating it.
     pub fn add_named(&mut self, name: &str, by: i64) -> rusqlite::Result<()> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO events.counters(name, value) VALUES (?1, ?2)
-                 ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
-            )?
-            .execute(params![name, by])
-            .map(|_| ())
+        add_to(&self.conn, name, by)
     }
 
     /// Sets every event counter to zero (the sizes, which describe the entries, stay) and
     /// records `now_ms` as when.
     pub fn zero_events(&mut self, now_ms: UnixMillis) -> rusqlite::Result<()> {
+        self.fold_uses()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -440,6 +526,12 @@ impl Index {
 
     /// Every counter by name: the sizes (this index's) and the events (`counters.sqlite`).
     pub fn counters(&self) -> rusqlite::Result<BTreeMap<String, i64>> {
+        self.fold_uses()?;
+        self.stored_counters()
+    }
+
+    /// [`Index::counters`] without folding the use log in.
+    fn stored_counters(&self) -> rusqlite::Result<BTreeMap<String, i64>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT name, value FROM main.counters
              WHERE name IN ('entry_count', 'total_bytes', 'failed_count')
@@ -460,6 +552,7 @@ impl Index {
         pinned: impl FnOnce(&[String]) -> Option<HashSet<String>>,
         mut unlink: impl FnMut(&str),
     ) -> rusqlite::Result<EvictStep> {
+        self.fold_uses()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -538,6 +631,7 @@ impl Index {
 
     /// Rows matching `filter`, in its order.
     pub fn list(&self, filter: &ListFilter) -> rusqlite::Result<Vec<Row>> {
+        self.fold_uses()?;
         let mut sql = format!("SELECT {ROW_COLUMNS} FROM entries WHERE 1");
         let mut args: Vec<rusqlite::types::Value> = Vec::new();
         if let Some(g) = &filter.name_glob {
@@ -564,6 +658,7 @@ impl Index {
 
     /// Digest → last use of every row (for reconciling with the directory).
     pub fn last_uses(&self) -> rusqlite::Result<HashMap<String, UnixMillis>> {
+        self.fold_uses()?;
         let mut stmt = self
             .conn
             .prepare_cached("SELECT digest, last_used FROM entries")?;
@@ -574,6 +669,7 @@ impl Index {
     /// Applies a reconciliation in one transaction: upsert `rows`, delete `stale`, recompute the
     /// totals from scratch (defensive: triggers keep them, this repairs an older damage).
     pub fn reconcile(&mut self, rows: &[Row], stale: &[String]) -> rusqlite::Result<()> {
+        self.fold_uses()?;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -595,6 +691,7 @@ impl Index {
 
     /// Deletes every row (counters of events are kept).
     pub fn clear_rows(&mut self) -> rusqlite::Result<()> {
+        self.fold_uses()?;
         self.conn.execute("DELETE FROM entries", []).map(|_| ())
     }
 
@@ -638,11 +735,16 @@ pub struct EvictStep {
 
 /// Adds `by` to an event counter, creating its row.
 fn bump(conn: &Connection, c: Counter, by: i64) -> rusqlite::Result<()> {
+    add_to(conn, c.name(), by)
+}
+
+/// Adds `by` to the event counter called `name`, creating its row.
+fn add_to(conn: &Connection, name: &str, by: i64) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO events.counters(name, value) VALUES (?1, ?2)
          ON CONFLICT(name) DO UPDATE SET value = value + excluded.value",
     )?
-    .execute(params![c.name(), by])
+    .execute(params![name, by])
     .map(|_| ())
 }
 
@@ -745,6 +847,36 @@ mod tests {
         assert_eq!(gone, vec!["b".repeat(64), "c".repeat(64)]);
         assert_eq!(step.total_after, 10);
         assert!(step.exhausted);
+    }
+
+    /// A hit writes no SQLite page (its use waits in the log); any read of last uses or
+    /// counters folds it in first, once.
+    #[test]
+    fn hits_wait_in_the_use_log_until_a_read_folds_them_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = counter_files(dir.path());
+        let (mut ix, _) = Index::open(&dir.path().join("i.sqlite"), &files, 0o600).unwrap();
+        ix.upsert(&row('a', 10, 1), &[]).unwrap();
+        ix.upsert(&row('b', 10, 2), &[]).unwrap();
+        let wal = dir.path().join("i.sqlite-wal");
+        let wal_before = std::fs::metadata(&wal).unwrap().len();
+        assert!(ix.record_use(&"a".repeat(64), 50, Counter::Hits).unwrap());
+        assert!(!ix.record_use(&"c".repeat(64), 60, Counter::Hits).unwrap());
+        ix.count_hit(Counter::DirectHits, 50).unwrap();
+        assert_eq!(std::fs::metadata(&wal).unwrap().len(), wal_before);
+        assert!(files.uses_log().metadata().unwrap().len() > 0);
+
+        let counters = ix.counters().unwrap();
+        assert_eq!((counters["hits"], counters["direct_hits"]), (2, 1));
+        let by_use: Vec<(String, i64)> = ix
+            .list(&ListFilter::default())
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.name, r.last_used_ms))
+            .collect();
+        assert_eq!(by_use, [("ma".to_owned(), 50), ("mb".to_owned(), 2)]);
+        assert_eq!(ix.counters().unwrap()["hits"], 2, "folded once");
+        assert_eq!(files.uses_log().metadata().unwrap().len(), 0);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //!     locks/index.lock        serializes creating and repairing the index
 //!     index.sqlite            the index (a cache of the directory's truth)
 //!     counters.sqlite         the event counters (durable: they outlive an index rebuild)
+//!     uses.log                hits not yet folded into the index and counters (uses.rs)
 //!     registry.sqlite         addresses and run records (durable: not rebuildable)
 //!     remote-down.json        "the remote tier is down until T" (remote/breaker.rs), if it is
 //! ```

@@ -57,6 +57,7 @@ mod stream_put;
 mod suspect;
 mod tiered;
 mod transfer;
+mod uses;
 
 pub use atomic::{OUTPUT_TMP_PREFIX, write_file};
 pub use cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};

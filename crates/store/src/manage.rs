@@ -136,7 +136,10 @@ pub struct GcReport {
 impl Store {
     /// Counts a hit served through a direct-mode manifest (best effort).
     pub fn record_direct_hit(&self) {
-        self.index_best_effort("count a direct hit", |ix| ix.add(Counter::DirectHits, 1));
+        let now = self.now();
+        self.index_best_effort("count a direct hit", |ix| {
+            ix.count_hit(Counter::DirectHits, now)
+        });
     }
 
     /// Sizes and counters.

@@ -1,6 +1,8 @@
 //! Streaming a hit to a file: read, verify (SHA-256) and write in one pass through a bounded
 //! buffer, then rename into place, so an artefact is never held whole in memory. A checksum
 //! mismatch found on the way quarantines the entry, removes the partial output and is a miss.
+//! The output is not synced (a hit performs no fsync, as a compiler writing it would not): the
+//! entry it copies is durable, and a lost output is a hit again on the next run.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -16,7 +18,6 @@ use super::cache::{CachedFailure, Store};
 use super::entry::{DecodeError, EntryState};
 use super::entry_file::read_metadata_from;
 use super::error::{Result, StoreError};
-use super::fsutil;
 use super::index::Counter;
 use super::key::CacheKey;
 use super::quarantine::quarantine;
@@ -65,7 +66,6 @@ fn copy_hashed(mut from: impl Read, mut to: &std::fs::File) -> Result<(u64, [u8;
             if let Err(e) = to.write_all(&buf) {
                 break Err(Copy::Write(e));
             }
-            start_writeback(to, size, n);
             size += n as u64;
             if full.send(buf).is_err() {
                 break Ok(());
@@ -77,21 +77,6 @@ fn copy_hashed(mut from: impl Read, mut to: &std::fs::File) -> Result<(u64, [u8;
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         copied.map(|()| (size, sha256))
     })
-}
-
-/// Starts writing `len` bytes at `offset` of `file` to disk without waiting (a hint: where
-/// the call is not supported, the fsync later does it all).
-fn start_writeback(file: &std::fs::File, offset: u64, len: usize) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: a valid open descriptor; the call only schedules writeback of that range.
-    unsafe {
-        libc::sync_file_range(
-            file.as_raw_fd(),
-            offset as libc::off64_t,
-            len as libc::off64_t,
-            libc::SYNC_FILE_RANGE_WRITE,
-        );
-    }
 }
 
 /// The answer to a streamed lookup.
@@ -192,12 +177,8 @@ impl Store {
             drop(tmp);
             return corrupt("the payload checksum does not match".to_owned());
         }
-        tmp.as_file()
-            .sync_all()
-            .map_err(|e| StoreError::io("fsync temporary file", tmp.path(), e))?;
         tmp.persist(dest)
             .map_err(|e| StoreError::io("rename a temporary file into place at", dest, e.error))?;
-        fsutil::sync_dir(dir).map_err(|e| StoreError::io("fsync directory", dir, e))?;
         info!("Using a cached artefact at {}", path.display());
         let counter = match key.is_manifest() {
             true => Counter::ManifestReads,
