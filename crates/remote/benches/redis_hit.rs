@@ -58,7 +58,7 @@ fn tiered_at(dir: &std::path::Path, url: &str, fsync: bool) -> Result<Tiered, St
         fsync,
         ..Settings::default()
     };
-    settings.remote.url = Some(mck_remote::parse_url(url).map_err(|e| e.to_string())?);
+    settings.remote.tiers = vec![mck_remote::parse_tier(url).map_err(|e| e.to_string())?];
     let store = Store::open(&settings).map_err(|e| e.to_string())?;
     Ok(mck_remote::tiered(store))
 }
