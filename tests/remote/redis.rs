@@ -151,7 +151,7 @@ fn have_redis_server() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn unique_prefix(test: &str) -> String {
+pub fn unique_prefix(test: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -74,6 +74,8 @@ pub struct Stats {
     pub remote_authenticated: bool,
     /// Values refused for a missing or wrong HMAC tag (with a secret).
     pub remote_unauthenticated: u64,
+    /// Whether the remote takes compile leases (false for buckets; `None`: no remote).
+    pub remote_lease: Option<bool>,
 }
 
 /// One entry as listed.
@@ -173,6 +175,7 @@ impl Store {
             remote_corrupt: get("remote_corrupt"),
             remote_authenticated: self.settings().remote.secret.is_some(),
             remote_unauthenticated: get("remote_unauthenticated"),
+            remote_lease: self.settings().remote.url.as_ref().map(|u| u.leases()),
         })
     }
 

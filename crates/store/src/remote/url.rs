@@ -54,6 +54,13 @@ impl RemoteUrl {
         }
     }
 
+    /// Whether this service's tier takes compile leases (one compile per key across hosts):
+    /// Redis does (`SET NX`); buckets do not (no conditional create on the servers tested:
+    /// docs/remote-and-trust.md). mck-remote's tests hold its tiers' `Tier::leases` to this.
+    pub fn leases(&self) -> bool {
+        matches!(self, RemoteUrl::Redis(_))
+    }
+
     /// The key (object path) prefix every entry and lease lives under.
     pub fn prefix(&self) -> &str {
         match self {
