@@ -84,10 +84,7 @@ impl Target {
 
     /// Keys of entries (not leases).
     pub fn entry_keys(&self) -> Vec<String> {
-        self.keys()
-            .into_iter()
-            .filter(|k| k.contains("/entries-v1/"))
-            .collect()
+        entries_among(self.keys())
     }
 
     pub fn server(&mut self) -> &mut RedisServer {
@@ -149,6 +146,13 @@ fn have_redis_server() -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// The keys of entries (not leases) among `keys`, on any remote.
+pub fn entries_among(keys: Vec<String>) -> Vec<String> {
+    keys.into_iter()
+        .filter(|k| k.contains("/entries-v1/"))
+        .collect()
 }
 
 pub fn unique_prefix(test: &str) -> String {
