@@ -295,6 +295,12 @@ fn three_processes_on_each_of_two_hosts_compile_once_through_the_redis_lease() {
         assert!(o.status.success(), "{}", common::stderr(o));
     }
     assert_eq!(team.runs(), 1, "six processes on two hosts, one compile");
+    let stats = team.stats("a1");
+    assert_eq!(stats["remote_lease"], true, "{stats}");
+    assert!(
+        team.stats_text("a1")
+            .contains("remote lease        yes (redis")
+    );
     let first = read(&team.out("a1", "a.mlir"));
     for name in names {
         assert_eq!(read(&team.out(name, "a.mlir")), first, "{name}");

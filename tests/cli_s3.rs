@@ -147,6 +147,13 @@ fn two_cache_dirs_sharing_a_bucket_hit_each_others_entries() {
     t.team.assert_same_output("a", "b", "c.mlir");
     let a = t.stats("a");
     assert_eq!(counter(&a, "remote_errors"), 0, "{a}");
+    // S3 does not lease (docs/remote-and-trust.md), and the stats say so.
+    assert_eq!(a["remote_lease"], false, "{a}");
+    let text = String::from_utf8(success(&mut t.mck("a", &["cache", "stats"]))).expect("utf-8");
+    assert!(
+        text.contains("remote lease        none (s3 has no lease"),
+        "{text}"
+    );
 }
 
 #[test]

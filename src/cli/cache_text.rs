@@ -122,6 +122,17 @@ pub(super) fn stats_text(stats: &Stats) -> String {
             ),
         ),
     ]);
+    if let (Some(leases), Some(remote)) = (stats.remote_lease, &stats.remote) {
+        let service = remote.split("://").next().unwrap_or("the remote");
+        rows.push((
+            "remote lease",
+            if leases {
+                format!("yes ({service}: one compile per key across hosts)")
+            } else {
+                format!("none ({service} has no lease: hosts may compile a key at once)")
+            },
+        ));
+    }
     let mut out = String::new();
     for (label, value) in rows {
         let _ = writeln!(out, "{label:<19} {value}");
