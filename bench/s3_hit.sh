@@ -33,7 +33,7 @@ head -c $((16 << 20)) /dev/urandom >"$work/artefact"
 "$bin" cache put --cache-dir "$work/writer" --remote "$remote" "$key" "$work/artefact" >/dev/null
 object=$(curl -sS --aws-sigv4 "aws:amz:$AWS_REGION:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
   -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
-  "$AWS_ENDPOINT_URL/$MCK_TEST_S3_BUCKET?list-type=2&prefix=$prefix/entries-v1/" \
+  "$AWS_ENDPOINT_URL/$MCK_TEST_S3_BUCKET?list-type=2&prefix=$prefix%2Fentries-v1%2F" \
   | sed -n 's/.*<Key>\([^<]*\)<\/Key>.*/\1/p')
 [ -n "$object" ] || { echo "s3_hit: the put stored no object under $prefix" >&2; exit 1; }
 
@@ -41,7 +41,7 @@ now() { date +%s.%N; }
 hit=() get=()
 for i in $(seq "$runs"); do
   t=$(now)
-  "$bin" cache get --cache-dir "$work/reader$i" --remote "$remote" "$key" "$work/out$i" >/dev/null
+  "$bin" cache get --cache-dir "$work/reader$i" --remote "$remote" "$key" -o "$work/out$i" >/dev/null
   hit+=("$(echo "$(now) - $t" | bc)")
   cmp -s "$work/out$i" "$work/artefact" || { echo "s3_hit: the hit gave other bytes" >&2; exit 1; }
   rm -rf "$work/reader$i" "$work/out$i"
