@@ -177,7 +177,8 @@ pub(super) fn stats_text(stats: &Stats) -> String {
 fn tiers_text(stats: &Stats, out: &mut String) {
     let lease = match &stats.lease_tier {
         Some(tier) => format!("{tier} (one compile per key across hosts)"),
-        None => "none (no tier leases: each host compiles a missing key itself)".to_owned(),
+        None => "none (no tier leases; s3 and gcs cannot: each host compiles a missing key itself)"
+            .to_owned(),
     };
     let _ = writeln!(out, "{:<19} {lease}", "remote lease");
     for (i, t) in stats.tiers.iter().enumerate() {

@@ -84,10 +84,7 @@ impl Target {
 
     /// Keys of entries (not leases).
     pub fn entry_keys(&self) -> Vec<String> {
-        self.keys()
-            .into_iter()
-            .filter(|k| k.contains("/entries-v1/"))
-            .collect()
+        entries_among(self.keys())
     }
 
     pub fn server(&mut self) -> &mut RedisServer {
@@ -151,7 +148,14 @@ fn have_redis_server() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn unique_prefix(test: &str) -> String {
+/// The keys of entries (not leases) among `keys`, on any remote.
+pub fn entries_among(keys: Vec<String>) -> Vec<String> {
+    keys.into_iter()
+        .filter(|k| k.contains("/entries-v1/"))
+        .collect()
+}
+
+pub fn unique_prefix(test: &str) -> String {
     static N: AtomicU32 = AtomicU32::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

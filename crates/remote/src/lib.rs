@@ -6,11 +6,14 @@
 //! Files:
 //! - `url`: parsing `--remote=URL` into the store's [`RemoteUrl`], and a chain of tiers;
 //! - `service`: [`Tier`] over an opendal operator (entries as objects; S3, GCS) and its timeouts;
+//! - `buckets`: the S3 and GCS builders, from the URL and the AWS / Google environment;
 //! - `redis`: the Redis [`Tier`]: entries through opendal, plus `lease`: the compile lease
 //!   (`SET NX PX`, renewed, released by token) and expiry refresh.
 //!
 //! [`tiered`] is the one place a local store gets its chain of remote tiers.
 
+#[cfg(any(feature = "remote-s3", feature = "remote-gcs"))]
+mod buckets;
 mod lease;
 mod redis;
 mod service;
@@ -92,32 +95,37 @@ mod tests {
         assert!(remote.put(&digest, &[b"x"]).unwrap_err().is_skip());
     }
 
+    /// Redis leases, buckets do not; `RemoteUrl::leases` (what `cache stats` shows) says the
+    /// same as each tier.
+    #[cfg(all(feature = "remote-s3", feature = "remote-gcs"))]
     #[test]
     fn redis_is_the_tier_that_leases() {
         let dir = tempfile::tempdir().unwrap();
-        let clock = Arc::new(ManualClock::new(1_000));
-        let shown = "redis://127.0.0.1:1/0".to_owned();
-        let breaker = Arc::new(mck_store::remote::Breaker::new(
-            shown.clone(),
-            dir.path().join(state_file_name(&shown)),
-            DEFAULT_LEASE,
-            0o600,
-            clock,
-        ));
-        let options = TierOptions {
-            shown,
-            timeout: DEFAULT_LEASE,
-            expiry: None,
-            lease: DEFAULT_LEASE,
-            breaker,
-        };
-        let url = parse_url("redis://127.0.0.1:1/0").unwrap();
-        let tier = open_tier(&url, options).unwrap();
-        assert!(tier.leases());
-        assert!(
-            url.leases(),
-            "cache stats names the tier that leases from the URL"
-        );
+        let urls = [
+            ("redis://127.0.0.1:1/0", true),
+            ("s3://b/p?endpoint=http://127.0.0.1:1&region=r", false),
+            ("gcs://b/p", false),
+        ];
+        for (text, leases) in urls {
+            let clock = Arc::new(ManualClock::new(1_000));
+            let breaker = Arc::new(mck_store::remote::Breaker::new(
+                text.to_owned(),
+                dir.path().join(state_file_name(text)),
+                DEFAULT_LEASE,
+                0o600,
+                clock,
+            ));
+            let options = TierOptions {
+                shown: text.to_owned(),
+                timeout: DEFAULT_LEASE,
+                expiry: None,
+                lease: DEFAULT_LEASE,
+                breaker,
+            };
+            let url = parse_url(text).unwrap();
+            let tier = open_tier(&url, options).unwrap();
+            assert_eq!((tier.leases(), url.leases()), (leases, leases), "{text}");
+        }
     }
 
     /// A bucket has no lease: asking is no call, so even with the breaker open it is no skip

@@ -5,9 +5,13 @@
 //! drives it, and every call is bounded by a timeout so a slow or silent server costs at most
 //! that long.
 //!
-//! Redis is built in; S3-compatible stores and GCS are compiled only with the cargo features
-//! `remote-s3` / `remote-gcs`. Expiry: Redis sets it on every write (`SET … EX`); buckets rely on
-//! their own lifecycle rules.
+//! Redis, S3-compatible stores and GCS are all in the default build (the cargo features
+//! `remote-s3` / `remote-gcs`, on by default, can be turned off for a smaller binary). What a
+//! bucket URL does not say comes from the service's usual environment (`buckets.rs`). Expiry:
+//! Redis sets it on every write (`SET … EX`); buckets rely on their own lifecycle rules.
+//!
+//! A failure is one line naming the tier, the operation and the cause (`one_line`): opendal's
+//! own text carries the request context and, for S3, the server's XML body.
 
 use std::future::Future;
 use std::time::Duration;
@@ -29,6 +33,9 @@ pub struct ObjectStore {
     op: Operator,
     remote: String,
     timeout: Duration,
+    /// Sent with each write to a bucket: without it GCS (and its emulator) records a null
+    /// content type that opendal's own reply parser then refuses. Redis takes none.
+    content_type: Option<&'static str>,
 }
 
 // Not derived: opendal's and tokio's own Debug output says nothing a log reader needs.
@@ -59,12 +66,15 @@ impl ObjectStore {
             .enable_all()
             .build()
             .map_err(|e| setup(format!("cannot start the I/O runtime: {e}")))?;
-        let op = build_operator(url, expiry).map_err(|e| setup(e.to_string()))?;
+        let op = build_operator(url, expiry).map_err(|e| setup(one_line(&e)))?;
+        let content_type =
+            (!matches!(url, RemoteUrl::Redis(_))).then_some("application/octet-stream");
         Ok(ObjectStore {
             runtime,
             op,
             remote,
             timeout,
+            content_type,
         })
     }
 
@@ -88,7 +98,7 @@ impl ObjectStore {
         RemoteError::Service {
             op,
             remote: self.remote.clone(),
-            source: Box::new(source),
+            source: Box::new(Cause(one_line(&source))),
         }
     }
 }
@@ -105,13 +115,15 @@ impl Tier for ObjectStore {
 
     fn put(&self, path: &str, value: Vec<u8>) -> Result<(), RemoteError> {
         let extra = Duration::from_secs(value.len() as u64 / WRITE_BYTES_PER_SECOND);
-        self.bounded(
-            "write an entry",
-            self.timeout.saturating_add(extra),
-            self.op.write(path, value),
-        )?
-        .map(|_| ())
-        .map_err(|source| self.service_error("write an entry", source))
+        let write = async {
+            match self.content_type {
+                Some(t) => self.op.write_with(path, value).content_type(t).await,
+                None => self.op.write(path, value).await,
+            }
+        };
+        self.bounded("write an entry", self.timeout.saturating_add(extra), write)?
+            .map(|_| ())
+            .map_err(|source| self.service_error("write an entry", source))
     }
 }
 
@@ -157,28 +169,12 @@ fn build_operator(url: &RemoteUrl, expiry: Option<Duration>) -> Result<Operator,
         #[cfg(feature = "remote-s3")]
         RemoteUrl::S3(t) => {
             opendal::install_default();
-            let mut b = opendal::services::S3::default().bucket(&t.bucket).root("/");
-            for (name, value) in &t.options {
-                b = match name.as_str() {
-                    "endpoint" => b.endpoint(value),
-                    _ => b.region(value),
-                };
-            }
-            Operator::new(b)
+            Operator::new(crate::buckets::s3(t, &crate::buckets::Env::from_process())?)
         }
         #[cfg(feature = "remote-gcs")]
         RemoteUrl::Gcs(t) => {
             opendal::install_default();
-            let mut b = opendal::services::Gcs::default()
-                .bucket(&t.bucket)
-                .root("/");
-            for (name, value) in &t.options {
-                b = match name.as_str() {
-                    "endpoint" => b.endpoint(value),
-                    _ => b.credential_path(value),
-                };
-            }
-            Operator::new(b)
+            Operator::new(crate::buckets::gcs(t, &crate::buckets::Env::from_process()))
         }
         #[allow(unreachable_patterns)]
         other => Err(opendal::Error::new(
@@ -192,6 +188,61 @@ fn build_operator(url: &RemoteUrl, expiry: Option<Duration>) -> Result<Operator,
     }
 }
 
+/// An operation's cause, already one line: the source of [`RemoteError::Service`], with no
+/// source of its own (so no chain of nested errors is printed after it).
+#[derive(Debug)]
+struct Cause(String);
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Cause {}
+
+/// Longest cause shown: enough for a server's own sentence, never a page of XML.
+const CAUSE_CHARS: usize = 240;
+
+/// `e` as one line: its kind, the server's code and message (S3's XML `<Code>`/`<Message>` when
+/// the body is one) or opendal's message, and the innermost source (the network error), with
+/// whitespace collapsed. Request context (URLs, headers) is left out: it can carry signed
+/// query strings.
+fn one_line(e: &opendal::Error) -> String {
+    let message = e.message();
+    let said = match (xml_field(message, "Code"), xml_field(message, "Message")) {
+        (Some(code), Some(text)) => format!("{code}: {text}"),
+        (Some(code), None) => code.to_owned(),
+        _ => message.to_owned(),
+    };
+    let mut innermost = None;
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        innermost = Some(s.to_string());
+        source = s.source();
+    }
+    let mut out = format!("{}", e.kind());
+    for part in [Some(said), innermost].into_iter().flatten() {
+        let part = part.split_whitespace().collect::<Vec<_>>().join(" ");
+        if !part.is_empty() && !out.contains(&part) {
+            out.push_str(": ");
+            out.push_str(&part);
+        }
+    }
+    if out.chars().count() > CAUSE_CHARS {
+        out = out.chars().take(CAUSE_CHARS).collect::<String>() + "…";
+    }
+    out
+}
+
+/// The text of `<NAME>…</NAME>` in `xml`, if there is one.
+fn xml_field<'a>(xml: &'a str, name: &str) -> Option<&'a str> {
+    let open = format!("<{name}>");
+    let start = xml.find(&open)? + open.len();
+    let len = xml[start..].find(&format!("</{name}>"))?;
+    Some(xml[start..start + len].trim()).filter(|s| !s.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,7 +253,6 @@ mod tests {
         assert!(build_operator(&url, Some(Duration::from_secs(60))).is_ok());
     }
 
-    /// Only in builds with the features; there is no such service here to talk to.
     #[cfg(feature = "remote-s3")]
     #[test]
     fn an_s3_operator_is_built_from_the_url() {
@@ -210,6 +260,24 @@ mod tests {
             crate::url::parse("s3://bucket/team?endpoint=http://127.0.0.1:9&region=us-east-1")
                 .unwrap();
         build_operator(&url, None).unwrap();
+    }
+
+    #[test]
+    fn a_cause_is_one_line_with_the_servers_words_and_the_network_error() {
+        let body = "<?xml version=\"1.0\"?>\n<Error>\n  <Code>AccessDenied</Code>\n  \
+                    <Message>Forbidden: no such key</Message>\n  <Resource>/b/x</Resource>\n</Error>";
+        let e = opendal::Error::new(ErrorKind::PermissionDenied, body)
+            .with_context("uri", "http://h/b/x?X-Amz-Signature=secret")
+            .set_source(std::io::Error::other("connection reset\nby peer"));
+        let line = one_line(&e);
+        assert_eq!(
+            line,
+            "PermissionDenied: AccessDenied: Forbidden: no such key: connection reset by peer"
+        );
+        let plain = opendal::Error::new(ErrorKind::Unexpected, "send   failed\n");
+        assert_eq!(one_line(&plain), "Unexpected: send failed");
+        let long = opendal::Error::new(ErrorKind::Unexpected, "x ".repeat(500));
+        assert!(one_line(&long).chars().count() <= CAUSE_CHARS + 1);
     }
 
     #[cfg(feature = "remote-gcs")]

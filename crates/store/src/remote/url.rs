@@ -101,8 +101,9 @@ impl RemoteUrl {
         }
     }
 
-    /// True for the services with a compile lease (Redis; `mck-remote`'s tier agrees, a test
-    /// there checks), so `cache stats` can say which tier of a chain leases without opening it.
+    /// Whether this service's tier takes compile leases (one compile per key across hosts):
+    /// Redis does (`SET NX`); buckets do not (no conditional create on the servers tested:
+    /// docs/remote-and-trust.md). mck-remote's tests hold its tiers' `Tier::leases` to this.
     pub fn leases(&self) -> bool {
         matches!(self, RemoteUrl::Redis(_))
     }

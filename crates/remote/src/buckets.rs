@@ -1,0 +1,216 @@
+//! The opendal builders for `s3://` and `gcs://`, filled from the URL first and then from each
+//! service's usual environment, so a bucket URL works as the service's own tools would:
+//!
+//! - S3: `?endpoint=` or `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`; `?region=` or `AWS_REGION` /
+//!   `AWS_DEFAULT_REGION`; credentials from `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`, or
+//!   `AWS_PROFILE` in the shared credentials and config files (read by opendal's signer). A named
+//!   endpoint is a self-hosted server: path-style addressing and no EC2 metadata lookup; AWS
+//!   itself gets virtual-host addressing.
+//! - GCS: `STORAGE_EMULATOR_HOST` (or `?endpoint=`) names an emulator: anonymous requests, no
+//!   credential files, no VM metadata server; otherwise `?credential_path=` or
+//!   `GOOGLE_APPLICATION_CREDENTIALS` (read by the signer).
+//!
+//! The environment is read once into an [`Env`], so the choices are testable without touching
+//! the process's variables.
+
+use std::collections::BTreeMap;
+
+use mck_store::remote::BucketTarget;
+
+/// The variables the bucket services read, as they were when the tier was opened.
+#[derive(Debug, Default, Clone)]
+pub struct Env(BTreeMap<&'static str, String>);
+
+const VARIABLES: &[&str] = &[
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_ENDPOINT_URL",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "STORAGE_EMULATOR_HOST",
+];
+
+impl Env {
+    pub fn from_process() -> Env {
+        Env(VARIABLES
+            .iter()
+            .filter_map(|&name| {
+                let value = std::env::var(name).ok()?;
+                (!value.trim().is_empty()).then(|| (name, value.trim().to_owned()))
+            })
+            .collect())
+    }
+
+    /// The first of `names` that is set.
+    fn first<'a>(&'a self, names: &[&str]) -> Option<&'a str> {
+        names
+            .iter()
+            .find_map(|&n| self.0.get(n).map(String::as_str))
+    }
+
+    #[cfg(test)]
+    pub fn with(mut self, name: &'static str, value: &str) -> Env {
+        self.0.insert(name, value.to_owned());
+        self
+    }
+}
+
+fn option<'a>(target: &'a BucketTarget, name: &str) -> Option<&'a str> {
+    target
+        .options
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// What an `s3://` tier talks to, resolved from the URL and the environment.
+#[derive(Debug, PartialEq, Eq)]
+pub struct S3Plan {
+    /// `None`: AWS itself.
+    pub endpoint: Option<String>,
+    pub region: String,
+}
+
+impl S3Plan {
+    pub fn resolve(target: &BucketTarget, env: &Env) -> Result<S3Plan, opendal::Error> {
+        let endpoint = option(target, "endpoint")
+            .or_else(|| env.first(&["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]))
+            .map(|e| e.trim_end_matches('/').to_owned());
+        let region = option(target, "region")
+            .or_else(|| env.first(&["AWS_REGION", "AWS_DEFAULT_REGION"]))
+            .ok_or_else(|| {
+                opendal::Error::new(
+                    opendal::ErrorKind::ConfigInvalid,
+                    "no region: add ?region=NAME to the URL or set AWS_REGION",
+                )
+            })?;
+        Ok(S3Plan {
+            endpoint,
+            region: region.to_owned(),
+        })
+    }
+}
+
+#[cfg(feature = "remote-s3")]
+pub fn s3(target: &BucketTarget, env: &Env) -> Result<opendal::services::S3, opendal::Error> {
+    let plan = S3Plan::resolve(target, env)?;
+    let b = opendal::services::S3::default()
+        .bucket(&target.bucket)
+        .root("/")
+        .region(&plan.region);
+    Ok(match &plan.endpoint {
+        // Path-style is opendal's default; a self-hosted server has no instance metadata.
+        Some(endpoint) => b.endpoint(endpoint).disable_ec2_metadata(),
+        None => b.enable_virtual_host_style(),
+    })
+}
+
+/// What a `gcs://` tier talks to.
+#[derive(Debug, PartialEq, Eq)]
+pub struct GcsPlan {
+    /// `None`: Google's own endpoint.
+    pub endpoint: Option<String>,
+    /// An emulator: anonymous requests, no credential lookup at all.
+    pub emulator: bool,
+    pub credential_path: Option<String>,
+}
+
+impl GcsPlan {
+    pub fn resolve(target: &BucketTarget, env: &Env) -> GcsPlan {
+        let emulator = env.first(&["STORAGE_EMULATOR_HOST"]).map(|host| {
+            if host.contains("://") {
+                host.to_owned()
+            } else {
+                format!("http://{host}")
+            }
+        });
+        let endpoint = option(target, "endpoint")
+            .map(str::to_owned)
+            .or_else(|| emulator.clone());
+        GcsPlan {
+            endpoint,
+            emulator: emulator.is_some(),
+            credential_path: option(target, "credential_path").map(str::to_owned),
+        }
+    }
+}
+
+#[cfg(feature = "remote-gcs")]
+pub fn gcs(target: &BucketTarget, env: &Env) -> opendal::services::Gcs {
+    let plan = GcsPlan::resolve(target, env);
+    let mut b = opendal::services::Gcs::default()
+        .bucket(&target.bucket)
+        .root("/");
+    if let Some(endpoint) = &plan.endpoint {
+        b = b.endpoint(endpoint);
+    }
+    if let Some(path) = &plan.credential_path {
+        b = b.credential_path(path);
+    }
+    if plan.emulator {
+        b = b
+            .skip_signature()
+            .disable_vm_metadata()
+            .disable_config_load();
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use mck_store::remote::RemoteUrl;
+
+    use super::*;
+
+    fn bucket(url: &str) -> BucketTarget {
+        match crate::url::parse(url).unwrap() {
+            RemoteUrl::S3(t) | RemoteUrl::Gcs(t) => t,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn s3_takes_the_url_first_then_the_aws_variables() {
+        let env = Env::default()
+            .with("AWS_ENDPOINT_URL", "http://garage:3900/")
+            .with("AWS_DEFAULT_REGION", "fallback")
+            .with("AWS_REGION", "garage");
+        let plan = S3Plan::resolve(&bucket("s3://b/team"), &env).unwrap();
+        assert_eq!(plan.endpoint.as_deref(), Some("http://garage:3900"));
+        assert_eq!(plan.region, "garage");
+        let env = env.with("AWS_ENDPOINT_URL_S3", "http://s3only:1");
+        let plan = S3Plan::resolve(&bucket("s3://b/team"), &env).unwrap();
+        assert_eq!(plan.endpoint.as_deref(), Some("http://s3only:1"));
+        let url = bucket("s3://b?endpoint=http://url:2&region=here");
+        let plan = S3Plan::resolve(&url, &env).unwrap();
+        assert_eq!(
+            (plan.endpoint.as_deref(), plan.region.as_str()),
+            (Some("http://url:2"), "here")
+        );
+        let aws = Env::default().with("AWS_DEFAULT_REGION", "eu-west-1");
+        let plan = S3Plan::resolve(&bucket("s3://b"), &aws).unwrap();
+        assert_eq!((plan.endpoint, plan.region.as_str()), (None, "eu-west-1"));
+    }
+
+    #[test]
+    fn s3_without_a_region_says_where_to_give_one() {
+        let e = S3Plan::resolve(&bucket("s3://b"), &Env::default()).unwrap_err();
+        assert!(e.message().contains("AWS_REGION"), "{e}");
+    }
+
+    #[test]
+    fn an_emulator_host_means_anonymous_requests_to_it() {
+        let env = Env::default().with("STORAGE_EMULATOR_HOST", "127.0.0.1:9023");
+        let plan = GcsPlan::resolve(&bucket("gcs://b/team"), &env);
+        assert_eq!(plan.endpoint.as_deref(), Some("http://127.0.0.1:9023"));
+        assert!(plan.emulator);
+        let plan = GcsPlan::resolve(&bucket("gcs://b?credential_path=/k.json"), &Env::default());
+        assert_eq!(
+            plan,
+            GcsPlan {
+                endpoint: None,
+                emulator: false,
+                credential_path: Some("/k.json".into())
+            }
+        );
+    }
+}

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# A real Garage (S3-compatible object store) for the S3 tests.
+#
+#   scripts/garage.sh install      cargo install garage --locked, unless a garage binary is
+#                                  already on PATH or in ~/.cargo/bin (a warm machine reuses it)
+#   scripts/garage.sh start DIR    installs if needed, then starts a 3-node cluster in DIR:
+#                                  free ports, replication factor 3, the layout applied, a
+#                                  bucket and a key made with Garage's own CLI; writes the
+#                                  settings tests read to DIR/env and prints them
+#   scripts/garage.sh stop DIR     stops that cluster's nodes (DIR/node*/pid)
+#
+# GARAGE_BIND (default 127.0.0.1) is the address every node listens on: the network-namespace
+# tests bind it to a bridge so other namespaces reach it. DIR/env holds:
+#   MCK_TEST_S3_ENDPOINT MCK_TEST_S3_REGION MCK_TEST_S3_BUCKET
+#   MCK_TEST_S3_ACCESS_KEY_ID MCK_TEST_S3_SECRET_ACCESS_KEY MCK_TEST_GARAGE_DIR
+set -euo pipefail
+
+GARAGE_VERSION=2.5.0
+NODES=3
+REGION=garage
+BUCKET=mck-test
+
+die() { echo "garage.sh: $*" >&2; exit 1; }
+
+garage_bin() {
+  if command -v garage >/dev/null 2>&1; then command -v garage
+  elif [ -x "$HOME/.cargo/bin/garage" ]; then echo "$HOME/.cargo/bin/garage"
+  else return 1
+  fi
+}
+
+install() {
+  if bin=$(garage_bin); then
+    echo "garage.sh: using $bin ($("$bin" --version 2>/dev/null | head -1))" >&2
+    return
+  fi
+  echo "garage.sh: building garage $GARAGE_VERSION (cargo install --locked; ~15 min on 2 cores)" >&2
+  # Its own target dir: nothing of the workspace's build is reused or disturbed.
+  env -u CARGO_TARGET_DIR -u RUSTFLAGS cargo install garage --version "$GARAGE_VERSION" --locked >&2
+  garage_bin >/dev/null || die "cargo install garage finished but no garage binary is on PATH or in ~/.cargo/bin"
+}
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("'"$1"'", 0)); print(s.getsockname()[1])'
+}
+
+start() {
+  local dir=$1 bind=${GARAGE_BIND:-127.0.0.1}
+  install
+  local bin; bin=$(garage_bin)
+  mkdir -p "$dir"; dir=$(cd "$dir" && pwd)
+  [ ! -e "$dir/env" ] || die "$dir already holds a cluster (stop it first)"
+  local secret; secret=$(python3 -c 'import secrets; print(secrets.token_hex(32))')
+  local n s3_port rpc_port
+  for n in $(seq "$NODES"); do
+    rpc_port=$(free_port "$bind"); s3_port=$(free_port "$bind")
+    mkdir -p "$dir/node$n/meta" "$dir/node$n/data"
+    cat >"$dir/node$n/garage.toml" <<EOF
+metadata_dir = "$dir/node$n/meta"
+data_dir = "$dir/node$n/data"
+db_engine = "sqlite"
+metadata_fsync = false
+data_fsync = false
+replication_factor = $NODES
+rpc_bind_addr = "$bind:$rpc_port"
+rpc_public_addr = "$bind:$rpc_port"
+rpc_secret = "$secret"
+
+[s3_api]
+s3_region = "$REGION"
+api_bind_addr = "$bind:$s3_port"
+root_domain = ".s3.garage.localhost"
+EOF
+    echo "$s3_port" >"$dir/node$n/s3_port"
+    RUST_LOG=warn "$bin" -c "$dir/node$n/garage.toml" server >"$dir/node$n/log" 2>&1 &
+    echo $! >"$dir/node$n/pid"
+  done
+  local cli=("$bin" -c "$dir/node1/garage.toml")
+  for n in $(seq "$NODES"); do
+    local id=
+    for _ in $(seq 100); do
+      id=$("$bin" -c "$dir/node$n/garage.toml" node id -q 2>/dev/null) && break
+      sleep 0.1
+    done
+    [ -n "$id" ] || { cat "$dir/node$n/log" >&2; die "node $n did not start"; }
+    echo "$id" >"$dir/node$n/id"
+    [ "$n" = 1 ] || "${cli[@]}" node connect "$id" >/dev/null
+  done
+  for n in $(seq "$NODES"); do
+    "${cli[@]}" layout assign -z dc1 -c 1G "$(cut -d@ -f1 "$dir/node$n/id")" >/dev/null
+  done
+  "${cli[@]}" layout apply --version 1 >/dev/null
+  "${cli[@]}" bucket create "$BUCKET" >/dev/null
+  local key; key=$("${cli[@]}" key create mck-test-key)
+  local key_id secret_key
+  key_id=$(sed -n 's/^Key ID: *//p' <<<"$key")
+  secret_key=$(sed -n 's/^Secret key: *//p' <<<"$key")
+  [ -n "$key_id" ] && [ -n "$secret_key" ] || die "cannot read the key from garage key create: $key"
+  "${cli[@]}" bucket allow --read --write --owner "$BUCKET" --key mck-test-key >/dev/null
+  cat >"$dir/env" <<EOF
+MCK_TEST_S3_ENDPOINT=http://$bind:$(cat "$dir/node1/s3_port")
+MCK_TEST_S3_REGION=$REGION
+MCK_TEST_S3_BUCKET=$BUCKET
+MCK_TEST_S3_ACCESS_KEY_ID=$key_id
+MCK_TEST_S3_SECRET_ACCESS_KEY=$secret_key
+MCK_TEST_GARAGE_DIR=$dir
+EOF
+  cat "$dir/env"
+}
+
+stop() {
+  local dir=$1 pidfile pid
+  for pidfile in "$dir"/node*/pid; do
+    [ -e "$pidfile" ] || continue
+    pid=$(cat "$pidfile")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$pidfile"
+  done
+  rm -f "$dir/env"
+}
+
+case "${1:-}" in
+  install) install ;;
+  start) [ $# = 2 ] || die "usage: garage.sh start DIR"; start "$2" ;;
+  stop) [ $# = 2 ] || die "usage: garage.sh stop DIR"; stop "$2" ;;
+  *) die "usage: garage.sh install | start DIR | stop DIR" ;;
+esac

@@ -1,0 +1,394 @@
+//! The bucket tiers with real processes and real servers: cache directories standing for hosts
+//! share one Garage bucket (3 nodes, replication factor 3; `remote/garage.rs`) through `exec
+//! --remote=s3://…` configured the AWS way; a node killed mid-run changes nothing; values
+//! overwritten in the bucket are refused and counted, never served, and the shared secret's MAC
+//! holds on S3 as on Redis; a failing bucket warns in one line. GCS: two cache directories share
+//! an entry through gcp-storage-emulator (an emulator, started by `scripts/gcs-emulator.sh`).
+
+mod common;
+#[allow(unused_macros)]
+#[macro_use]
+#[path = "remote/redis.rs"]
+mod redis;
+#[path = "remote/garage.rs"]
+mod garage;
+#[path = "remote/team.rs"]
+mod team;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{read, success, success_stderr};
+use garage::Bucket;
+use serde_json::Value;
+use team::Team;
+
+/// Hosts sharing `bucket`, every command given the AWS variables.
+struct S3Team {
+    team: Team,
+    bucket: Bucket,
+}
+
+impl S3Team {
+    fn new(bucket: Bucket) -> S3Team {
+        S3Team {
+            team: Team::new(bucket.url()),
+            bucket,
+        }
+    }
+
+    fn exec(&self, host: &str, module: &str) -> Command {
+        self.exec_with(host, module, &[])
+    }
+
+    fn exec_with(&self, host: &str, module: &str, options: &[&str]) -> Command {
+        let mut c = self.team.exec_with(host, module, options);
+        self.bucket.aws_env(&mut c);
+        c
+    }
+
+    fn mck(&self, host: &str, args: &[&str]) -> Command {
+        let mut c = self.team.mck(host, args);
+        self.bucket.aws_env(&mut c);
+        c
+    }
+
+    fn stats_with(&self, host: &str, options: &[&str]) -> Value {
+        let mut args = vec!["cache", "stats", "--json"];
+        args.extend_from_slice(options);
+        serde_json::from_slice(&success(&mut self.mck(host, &args))).expect("stats json")
+    }
+
+    fn stats(&self, host: &str) -> Value {
+        self.stats_with(host, &[])
+    }
+
+    /// The entry file host `host` holds for the object `key`.
+    fn entry_file(&self, host: &str, key: &str) -> Vec<u8> {
+        let digest = key.rsplit('/').next().expect("digest");
+        read(
+            &self
+                .team
+                .cache(host)
+                .join("v1/entries")
+                .join(&digest[..2])
+                .join(digest),
+        )
+    }
+
+    fn secret(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.team.path(name);
+        std::fs::write(&path, text).expect("write secret");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        path
+    }
+}
+
+fn counter(stats: &Value, name: &str) -> u64 {
+    stats[name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{name} in {stats}"))
+}
+
+#[test]
+fn two_cache_dirs_sharing_a_bucket_hit_each_others_entries() {
+    let (_cluster, bucket) = garage::shared("two_dirs_share");
+    let t = S3Team::new(bucket);
+    success_stderr(&mut t.exec("a", "a.mlir"));
+    assert_eq!(t.team.runs(), 1);
+    let keys = t.bucket.entry_keys();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+    // The object is the entry file's exact bytes.
+    assert_eq!(t.bucket.get(&keys[0]), Some(t.entry_file("a", &keys[0])));
+
+    let stderr = success_stderr(
+        t.exec("b", "a.mlir")
+            .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO"),
+    );
+    assert!(
+        stderr.contains("Using a cached artefact from s3://"),
+        "{stderr}"
+    );
+    assert_eq!(
+        t.team.runs(),
+        1,
+        "host b compiled instead of using a's entry"
+    );
+    t.team.assert_same_output("a", "b", "a.mlir");
+    let b = t.stats("b");
+    assert_eq!(
+        (counter(&b, "remote_hits"), counter(&b, "remote_writes")),
+        (1, 0)
+    );
+    assert_eq!(b["entries"], 1, "the remote hit is back-filled locally");
+
+    // B's next hit is local: the remote is not asked (no second remote hit).
+    success_stderr(&mut t.exec("b", "a.mlir"));
+    assert_eq!(counter(&t.stats("b"), "remote_hits"), 1);
+    assert_eq!(t.team.runs(), 1);
+
+    // And the other way round.
+    success_stderr(&mut t.exec("b", "c.mlir"));
+    assert_eq!(t.team.runs(), 2);
+    success_stderr(&mut t.exec("a", "c.mlir"));
+    assert_eq!(
+        t.team.runs(),
+        2,
+        "host a compiled c.mlir instead of using b's entry"
+    );
+    t.team.assert_same_output("a", "b", "c.mlir");
+    let a = t.stats("a");
+    assert_eq!(counter(&a, "remote_errors"), 0, "{a}");
+    // S3 does not lease (docs/remote-and-trust.md), and the stats say so.
+    assert!(a["lease_tier"].is_null(), "{a}");
+    let text = String::from_utf8(success(&mut t.mck("a", &["cache", "stats"]))).expect("utf-8");
+    assert!(
+        text.contains("remote lease        none (no tier leases; s3 and gcs cannot"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_node_killed_mid_run_leaves_reads_and_writes_working() {
+    let (cluster, bucket) = garage::private("node_killed", "127.0.0.1");
+    let t = S3Team::new(bucket);
+    success_stderr(&mut t.exec("a", "a.mlir"));
+    // Node 3 (not the one serving the endpoint) dies: 2 of 3 replicas are a quorum.
+    cluster.kill_node(3);
+    // Requests to the dead node first wait out Garage's own RPC timeout: past the default 2 s.
+    let slow = |mut c: Command| {
+        c.env("MLIR_CACHE_KEY_FLAGS", "--remote_timeout=20");
+        c
+    };
+    success_stderr(&mut slow(t.exec("b", "a.mlir")));
+    assert_eq!(t.team.runs(), 1, "the read went on");
+    success_stderr(&mut slow(t.exec("b", "c.mlir")));
+    assert_eq!(t.team.runs(), 2);
+    success_stderr(&mut slow(t.exec("c", "c.mlir")));
+    assert_eq!(t.team.runs(), 2, "the write went on: host c hit b's entry");
+    for host in ["a", "b", "c"] {
+        let s = t.stats(host);
+        assert_eq!(
+            (counter(&s, "remote_errors"), counter(&s, "remote_skipped")),
+            (0, 0),
+            "{host}: {s}"
+        );
+    }
+    assert_eq!(t.bucket.entry_keys().len(), 2);
+}
+
+#[test]
+fn values_overwritten_in_the_bucket_are_refused_and_counted() {
+    let (_cluster, bucket) = garage::shared("overwritten");
+    let t = S3Team::new(bucket);
+    success_stderr(&mut t.exec("a", "a.mlir"));
+    success_stderr(&mut t.exec("a", "c.mlir"));
+    let good = read(&t.team.out("a", "a.mlir"));
+    let keys = t.bucket.entry_keys();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    let is_a = |k: &String| {
+        let file = t.entry_file("a", k);
+        file.windows(b"jit_mlp-".len()).any(|w| w == b"jit_mlp-")
+    };
+    let a_key = keys
+        .iter()
+        .find(|k| is_a(k))
+        .expect("a.mlir's entry")
+        .clone();
+    let c_key = keys
+        .iter()
+        .find(|k| **k != a_key)
+        .expect("c.mlir's entry")
+        .clone();
+    let valid = t.entry_file("a", &a_key);
+    let mut flipped = valid.clone();
+    let last = flipped.len() - 3;
+    flipped[last] ^= 0x20;
+    let junk = [
+        ("flipped bytes", flipped),
+        ("another key's valid entry", t.entry_file("a", &c_key)),
+    ];
+    for (i, (what, value)) in junk.iter().enumerate() {
+        t.bucket.put(&a_key, value);
+        let host = format!("fresh{i}");
+        let stderr = success_stderr(&mut t.exec(&host, "a.mlir"));
+        assert!(stderr.contains("is corrupt"), "{what}: {stderr}");
+        assert_eq!(
+            read(&t.team.out(&host, "a.mlir")),
+            good,
+            "{what}: wrong bytes served"
+        );
+        let s = t.stats(&host);
+        assert_eq!(counter(&s, "remote_corrupt"), 1, "{what}: {s}");
+        assert_eq!(counter(&s, "remote_hits"), 0, "{what}: {s}");
+        assert_eq!(t.team.runs(), 3 + i, "{what}: not recompiled");
+    }
+    // The last host rewrote a good value: its own entry file.
+    let last = format!("fresh{}", junk.len() - 1);
+    assert_eq!(t.bucket.get(&a_key), Some(t.entry_file(&last, &a_key)));
+    assert_ne!(
+        t.bucket.get(&a_key),
+        Some(valid.clone()),
+        "a new compile, a new entry"
+    );
+}
+
+#[test]
+fn the_shared_secret_refuses_a_resealed_value_on_s3_as_on_redis() {
+    let (_cluster, bucket) = garage::shared("secret_on_s3");
+    let t = S3Team::new(bucket);
+    let secret = t.secret("team.secret", "correct horse battery staple\n");
+    let secret_opts = ["--remote-secret-file", secret.to_str().expect("utf-8")];
+    success_stderr(&mut t.exec_with("a", "a.mlir", &secret_opts));
+    let good = read(&t.team.out("a", "a.mlir"));
+    let keys = t.bucket.entry_keys();
+    assert_eq!(keys.len(), 1);
+    assert_eq!(
+        t.bucket.get(&keys[0]).expect("object")[..4],
+        *b"MCKA",
+        "sealed"
+    );
+    let list: Value =
+        serde_json::from_slice(&success(&mut t.mck("a", &["cache", "entries", "--json"])))
+            .expect("json");
+    let key = list[0]["key"].as_str().expect("key").to_owned();
+
+    // Someone with write access to the bucket and no secret stores a self-consistent entry.
+    let evil = t.team.path("evil.bin");
+    std::fs::write(&evil, b"evil artefact\n").expect("write");
+    success_stderr(&mut t.mck("attacker", &["cache", "put", &key, evil.to_str().unwrap()]));
+    assert_ne!(t.bucket.get(&keys[0]).expect("object")[..4], *b"MCKA");
+
+    let runs = t.team.runs();
+    let stderr = success_stderr(&mut t.exec_with("b", "a.mlir", &secret_opts));
+    assert!(stderr.contains("not authenticated"), "{stderr}");
+    assert_eq!(
+        read(&t.team.out("b", "a.mlir")),
+        good,
+        "the forged value was served"
+    );
+    assert_eq!(t.team.runs(), runs + 1);
+    let s = t.stats_with("b", &secret_opts);
+    assert_eq!(counter(&s, "remote_unauthenticated"), 1, "{s}");
+    assert_eq!(counter(&s, "remote_hits"), 0, "{s}");
+}
+
+#[test]
+fn a_bucket_that_refuses_warns_in_one_line_without_the_secret() {
+    let (_cluster, bucket) = garage::shared("one_line");
+    let mut wrong = bucket.clone();
+    wrong.secret = "not-the-secret-key-0123456789".to_owned();
+    let t = S3Team::new(wrong);
+    let stderr = success_stderr(&mut t.exec("a", "a.mlir"));
+    assert_eq!(
+        t.team.runs(),
+        1,
+        "the compile ran despite the refusing bucket"
+    );
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("remote cache unavailable"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    let line = warnings[0];
+    assert!(line.contains(&t.bucket.url()), "names the tier: {line}");
+    assert!(
+        line.contains("cannot read an entry"),
+        "names the operation: {line}"
+    );
+    assert!(
+        line.contains("PermissionDenied") || line.contains("Forbidden"),
+        "{line}"
+    );
+    assert!(!stderr.contains("not-the-secret"), "{stderr}");
+    assert!(!stderr.contains("context:"), "an opendal dump: {stderr}");
+    assert!(
+        stderr.lines().count() <= 3,
+        "more than the warning: {stderr}"
+    );
+}
+
+/// The GCS emulator's host: the test script's, or one started here (stopped on drop).
+struct Emulator {
+    host: String,
+    bucket: String,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Emulator {
+    fn get() -> Emulator {
+        if let (Ok(host), Ok(bucket)) = (
+            std::env::var("MCK_TEST_GCS_HOST"),
+            std::env::var("MCK_TEST_GCS_BUCKET"),
+        ) {
+            return Emulator {
+                host,
+                bucket,
+                dir: None,
+            };
+        }
+        if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false") {
+            panic!("MCK_TEST_GCS_HOST is not set under CI: scripts/test.sh starts the emulator");
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = Command::new("bash")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gcs-emulator.sh"))
+            .arg("start")
+            .arg(dir.path())
+            .output()
+            .expect("run scripts/gcs-emulator.sh");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let env = String::from_utf8_lossy(&out.stdout).into_owned();
+        let value = |name: &str| {
+            env.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}=")).map(str::to_owned))
+                .expect(name)
+        };
+        Emulator {
+            host: value("MCK_TEST_GCS_HOST"),
+            bucket: value("MCK_TEST_GCS_BUCKET"),
+            dir: Some(dir),
+        }
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.dir {
+            let _ = Command::new("bash")
+                .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gcs-emulator.sh"))
+                .arg("stop")
+                .arg(dir.path())
+                .status();
+        }
+    }
+}
+
+#[test]
+fn two_cache_dirs_share_an_entry_through_the_gcs_emulator() {
+    let emulator = Emulator::get();
+    let prefix = redis::unique_prefix("gcs_share");
+    let team = Team::new(format!("gcs://{}/{prefix}", emulator.bucket));
+    let exec = |host: &str| {
+        let mut c = team.exec(host, "a.mlir");
+        // No credentials anywhere: the emulator is named, so nothing asks a metadata server.
+        c.env("STORAGE_EMULATOR_HOST", &emulator.host)
+            .env_remove("GOOGLE_APPLICATION_CREDENTIALS");
+        c
+    };
+    let stderr = success_stderr(&mut exec("a"));
+    assert!(!stderr.contains("remote cache unavailable"), "{stderr}");
+    let stderr = success_stderr(&mut exec("b"));
+    assert!(!stderr.contains("remote cache unavailable"), "{stderr}");
+    assert_eq!(team.runs(), 1, "host b compiled instead of using a's entry");
+    team.assert_same_output("a", "b", "a.mlir");
+    let mut stats = team.mck("b", &["cache", "stats", "--json"]);
+    stats.env("STORAGE_EMULATOR_HOST", &emulator.host);
+    let b: Value = serde_json::from_slice(&success(&mut stats)).expect("json");
+    assert_eq!(counter(&b, "remote_hits"), 1, "{b}");
+}
