@@ -289,7 +289,11 @@ impl Cache {
         if let Some(ttl) = ttl_days {
             set_setting(&mut overrides, "cache_ttl", &days_text(ttl)?)?;
         }
-        for url in remote.map(remote_chain::remote_urls).transpose()?.unwrap_or_default() {
+        for url in remote
+            .map(remote_chain::remote_urls)
+            .transpose()?
+            .unwrap_or_default()
+        {
             set_setting(&mut overrides, "remote", &url)?;
         }
         if let Some(on) = remote_read_only {

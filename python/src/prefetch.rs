@@ -41,8 +41,12 @@ pub fn record_run_keys(
     };
     let context: serde_json::Value = serde_json::from_str(context)
         .map_err(|e| value_error(format!("the prefetch context is not JSON: {e}")))?;
-    py.detach(|| tiered.local().record_run_keys(identity, run, &keys, &context))
-        .map_err(store_error)
+    py.detach(|| {
+        tiered
+            .local()
+            .record_run_keys(identity, run, &keys, &context)
+    })
+    .map_err(store_error)
 }
 
 /// Adds one run's prefetch counts (`prefetched`, `prefetched_bytes`, `prefetched_ms`, `used…`,
