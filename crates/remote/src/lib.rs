@@ -97,15 +97,17 @@ mod tests {
 
     /// Redis leases, buckets do not; `RemoteUrl::leases` (what `cache stats` shows) says the
     /// same as each tier.
-    #[cfg(all(feature = "remote-s3", feature = "remote-gcs"))]
     #[test]
     fn redis_is_the_tier_that_leases() {
         let dir = tempfile::tempdir().unwrap();
-        let urls = [
-            ("redis://127.0.0.1:1/0", true),
-            ("s3://b/p?endpoint=http://127.0.0.1:1&region=r", false),
-            ("gcs://b/p", false),
-        ];
+        let mut urls = vec![("redis://127.0.0.1:1/0", true)];
+        // The slim build (`--no-default-features`) has no buckets to ask.
+        if cfg!(feature = "remote-s3") {
+            urls.push(("s3://b/p?endpoint=http://127.0.0.1:1&region=r", false));
+        }
+        if cfg!(feature = "remote-gcs") {
+            urls.push(("gcs://b/p", false));
+        }
         for (text, leases) in urls {
             let clock = Arc::new(ManualClock::new(1_000));
             let breaker = Arc::new(mck_store::remote::Breaker::new(
