@@ -472,12 +472,11 @@ fn bad_remote_urls_are_usage_errors_naming_the_flag() {
     let e = failure(&mut stats("", Some("ftp://h/0")), common::EX_USAGE);
     assert!(e.contains("command line: --remote=ftp://h/0"), "{e}");
     assert!(e.contains("unsupported scheme"), "{e}");
-    if !cfg!(feature = "remote-s3") {
-        let e = failure(
-            &mut stats("", Some("s3://bucket/prefix?region=x")),
-            common::EX_USAGE,
-        );
-        assert!(e.contains("--features remote-s3"), "{e}");
+    // Buckets are in the default build; a bucket URL must name its bucket.
+    for url in ["s3:///prefix?region=x", "gcs://"] {
+        let e = failure(&mut stats("", Some(url)), common::EX_USAGE);
+        assert!(e.contains(&format!("command line: --remote={url}")), "{e}");
+        assert!(e.contains("URL needs a bucket"), "{e}");
     }
     let e = failure(&mut stats("--remote_timeout=0", None), common::EX_USAGE);
     assert!(e.contains("--remote_timeout=0"), "{e}");
