@@ -23,7 +23,7 @@ mod team;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -287,13 +287,7 @@ fn three_processes_on_each_of_two_hosts_compile_once_through_the_redis_lease() {
             net.on(i / 3, &c).spawn().expect("spawn exec")
         })
         .collect();
-    let outputs: Vec<Output> = children
-        .into_iter()
-        .map(|c| c.wait_with_output().expect("wait"))
-        .collect();
-    for o in &outputs {
-        assert!(o.status.success(), "{}", common::stderr(o));
-    }
+    team::wait_all_succeed(children);
     assert_eq!(team.runs(), 1, "six processes on two hosts, one compile");
     let stats = team.stats("a1");
     let lease_tier = stats["lease_tier"].as_str().unwrap_or_default().to_owned();

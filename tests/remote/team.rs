@@ -106,19 +106,24 @@ impl Team {
             .iter()
             .map(|h| spawn_slow(&mut self.exec(h, module), sleep))
             .collect();
-        let outputs: Vec<Output> = children
-            .into_iter()
-            .map(|c| c.wait_with_output().expect("wait"))
-            .collect();
-        for o in &outputs {
-            assert!(o.status.success(), "{}", common::stderr(o));
-        }
-        outputs
+        wait_all_succeed(children)
     }
 
     pub fn stats_text(&self, host: &str) -> String {
         String::from_utf8(success(&mut self.mck(host, &["cache", "stats"]))).expect("utf-8")
     }
+}
+
+/// Waits for every child; their outputs, each asserted a success.
+pub fn wait_all_succeed(children: Vec<Child>) -> Vec<Output> {
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("wait"))
+        .collect();
+    for o in &outputs {
+        assert!(o.status.success(), "{}", common::stderr(o));
+    }
+    outputs
 }
 
 /// Starts `exec` with a compile that takes `sleep` seconds, its stderr piped.
