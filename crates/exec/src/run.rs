@@ -122,17 +122,13 @@ fn stored_ingredients(
     request: &ExecRequest,
 ) -> Result<serde_json::Value, ExecError> {
     let mut ingredients = ingredients_of(record)?;
-    let path = request
-        .command
-        .first()
-        .and_then(|program| compiler_check::resolve(std::path::Path::new(program)))
-        .and_then(|path| std::path::absolute(path).ok());
     if let serde_json::Value::Object(fields) = &mut ingredients {
+        let fingerprint = crate::fingerprint::Fingerprint::take(request);
+        // The fingerprint resolved the compiler already (PATH lookup, absolute path).
         let compiler = serde_json::json!({
-            "path": path,
+            "path": fingerprint.compiler_path,
             "version": compiler_check::version_line(&request.compiler_check),
         });
-        let fingerprint = crate::fingerprint::Fingerprint::take(request);
         fields.insert(
             "exec".into(),
             serde_json::json!({ "compiler": compiler, "fingerprint": fingerprint }),
