@@ -267,6 +267,58 @@ fn corrupt_remote_values_are_counted_and_never_used() {
     assert_eq!(team.stats("a")["remote_corrupt"], 0);
 }
 
+/// A value of several parts (Redis reads 1 MiB `GETRANGE`s, checked as they arrive) comes back
+/// whole, and its back-fill is in the local cache when the command returns; a byte flipped in
+/// any part but the first is still refused.
+#[test]
+fn an_artefact_of_several_parts_comes_back_whole_and_a_flip_in_a_later_part_is_refused() {
+    let (target, team) = redis_or_skip!(Team::shared("several_parts"));
+    let bytes: Vec<u8> = (0..(3 << 20) + (1 << 19) + 11)
+        .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let file = team.path("big.bin");
+    std::fs::write(&file, &bytes).expect("write");
+    let key = format!("big-{}", "cd".repeat(32));
+    success(team.mck("a", &["cache", "put", &key]).arg(&file));
+    let out = team.path("big.out");
+    let output = format!("--output={}", out.display());
+    let stderr = success_stderr(
+        team.mck("b", &["cache", "get", &key, &output])
+            .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO"),
+    );
+    assert!(read(&out) == bytes, "the artefact came back changed");
+    assert!(
+        stderr.contains("Using a cached artefact from redis://")
+            && !stderr.contains("reading it whole"),
+        "the parts did not verify as they came: {stderr}"
+    );
+    let b = team.stats("b");
+    assert_eq!(
+        (b["remote_hits"].as_u64(), b["entries"].as_u64()),
+        (Some(1), Some(1)),
+        "{b}"
+    );
+
+    let entry = target.entry_keys().pop().expect("the entry");
+    let len: usize = target.cli(&["strlen", &entry]).parse().expect("strlen");
+    let at = (len - 5).to_string();
+    let was = target.cli(&["getrange", &entry, &at, &at]);
+    target.cli(&["setrange", &entry, &at, if was == "Z" { "Y" } else { "Z" }]);
+    let output = format!("--output={}", team.path("c.out").display());
+    let missed = team.mck("c", &["cache", "get", &key, &output]).output();
+    let missed = missed.expect("run cache get");
+    assert!(
+        !missed.status.success(),
+        "a damaged value was served: {missed:?}"
+    );
+    let c = team.stats("c");
+    assert_eq!(
+        (c["remote_corrupt"].as_u64(), c["entries"].as_u64()),
+        (Some(1), Some(0)),
+        "{c}"
+    );
+}
+
 #[test]
 fn a_read_only_client_never_writes() {
     let (target, team) = redis_or_skip!(Team::shared("read_only"));

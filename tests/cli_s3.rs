@@ -149,6 +149,34 @@ fn two_cache_dirs_sharing_a_bucket_hit_each_others_entries() {
     );
 }
 
+/// Two buckets in one chain, one process: a miss in the first and a hit in the second, on the
+/// same server. Each bucket once drove opendal's process-wide HTTP client from a runtime of its
+/// own, and the second one's request waited on a pooled connection nobody drove until it
+/// timed out (the tier was skipped and the module compiled again).
+#[test]
+fn a_chain_of_two_buckets_on_one_server_hits_in_the_second_and_backfills_the_first() {
+    let (_cluster, bucket) = garage::shared("two_buckets_chain");
+    let (first, second) = (
+        format!("{}/first", bucket.url()),
+        format!("{}/second", bucket.url()),
+    );
+    let mut t = S3Team::new(bucket);
+    t.team.remote = second.clone();
+    success_stderr(&mut t.exec("a", "a.mlir"));
+    t.team.remote = format!("{first} {second}");
+    let stderr = success_stderr(
+        t.exec("b", "a.mlir")
+            .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO"),
+    );
+    assert_eq!(t.team.runs(), 1, "host b compiled: {stderr}");
+    assert!(!stderr.contains("no answer within"), "{stderr}");
+    t.team.assert_same_output("a", "b", "a.mlir");
+    let b = t.stats("b");
+    let tier = |i: usize, name: &str| counter(&b["tiers"][i], name);
+    assert_eq!((tier(0, "misses"), tier(0, "backfills")), (1, 1), "{b}");
+    assert_eq!((tier(1, "hits"), tier(1, "errors")), (1, 0), "{b}");
+}
+
 #[test]
 fn a_node_killed_mid_run_leaves_reads_and_writes_working() {
     let (cluster, bucket) = garage::private("node_killed", "127.0.0.1");

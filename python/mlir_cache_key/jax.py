@@ -21,6 +21,7 @@ at import; `key()` takes that release's callback argument
 
 from __future__ import annotations
 
+import atexit
 import collections
 import json
 import logging
@@ -449,6 +450,16 @@ def _check_probe(mode: str) -> None:
 def _current_prefetcher():
     state = _state
     return state.prefetcher if state is not None else None
+
+
+def _settle_at_exit():
+    """Finishes the local copies of remote hits still being written when Python exits."""
+    state = _state
+    if state is not None:
+        state.cache.settle()
+
+
+atexit.register(_settle_at_exit)
 
 
 def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,

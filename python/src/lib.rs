@@ -326,7 +326,17 @@ impl Cache {
         self.tiered.is_some()
     }
 
-    /// The stored artefact, or None (a miss, or a remembered failure).
+    /// Waits for the local copies of earlier remote hits (written beside the caller, so a hit
+    /// returns as soon as it is verified) to be finished; `mlir_cache_key.jax.install()` calls
+    /// it at exit.
+    fn settle(&self, py: Python<'_>) {
+        if let Some(tiered) = &self.tiered {
+            py.detach(|| tiered.settle());
+        }
+    }
+
+    /// The stored artefact, or None (a miss, or a remembered failure). A hit from a remote
+    /// tier is copied into the local cache beside the caller (see `settle`).
     fn get<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let key = parse_key(key)?;
         let Some(tiered) = &self.tiered else {

@@ -18,6 +18,7 @@ use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use redis::{Client, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo};
 use tracing::{debug, warn};
 
@@ -25,6 +26,9 @@ use mck_store::remote::RedisTarget;
 use mck_store::remote::RemoteError;
 use mck_store::remote::{Breaker, one_line};
 use mck_store::remote::{Lease, LeaseAttempt};
+
+/// A value is read in parts of this size (`Coordinator::get_parts`).
+pub const PART_BYTES: usize = 1 << 20;
 
 /// Renews the expiry of KEYS[1] to ARGV[2] ms if it still holds ARGV[1].
 const RENEW: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
@@ -141,6 +145,55 @@ impl Coordinator {
         Ok(())
     }
 
+    /// The value at `key`, if any, in one `GET`. Each wait for the server is bounded by what is
+    /// left of the timeout (a server that stops answering costs one timeout).
+    pub fn get_value(&self, key: &str) -> Result<Option<Vec<u8>>, RemoteError> {
+        self.run("read an entry", |c| redis::cmd("GET").arg(key).query(c))
+    }
+
+    /// The value at `key` in parts of [`PART_BYTES`], each handed to `part` as soon as it is
+    /// parsed while the next ones are on their way (`STRLEN`, then every `GETRANGE` sent at
+    /// once). False when absent. Unlike one `GET`, the whole read is bounded by the timeout.
+    /// Parts are not one atomic read: a value replaced meanwhile fails its checks, and the
+    /// caller reads it again whole (`mck_store`'s `tiered.rs`).
+    pub fn get_parts(
+        &self,
+        key: &str,
+        part: &mut dyn FnMut(Bytes) -> bool,
+    ) -> Result<bool, RemoteError> {
+        let start = Instant::now();
+        self.run_then("read an entry", |c| {
+            let len: usize = redis::cmd("STRLEN").arg(key).query(c)?;
+            if len == 0 {
+                return Ok((false, Keep::Connection));
+            }
+            let parts = len.div_ceil(PART_BYTES);
+            let mut packed = Vec::new();
+            for i in 0..parts {
+                let from = i * PART_BYTES;
+                let to = (from + PART_BYTES).min(len) - 1;
+                redis::cmd("GETRANGE")
+                    .arg(key)
+                    .arg(from)
+                    .arg(to)
+                    .write_packed_command(&mut packed);
+            }
+            c.send_packed_command(&packed)?;
+            for _ in 0..parts {
+                if start.elapsed() >= self.timeout {
+                    return Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into());
+                }
+                within(c, self.timeout, start)?;
+                let bytes: Vec<u8> = redis::from_redis_value(c.recv_response()?)?;
+                if !part(Bytes::from(bytes)) {
+                    // The replies still coming would be read as answers to later commands.
+                    return Ok((true, Keep::Nothing));
+                }
+            }
+            Ok((true, Keep::Connection))
+        })
+    }
+
     /// Sets the expiry of `key` to `expiry` (a hit keeps a used entry alive, as the local
     /// cache's last use does).
     pub fn refresh_expiry(&self, key: &str, expiry: Duration) -> Result<(), RemoteError> {
@@ -156,6 +209,15 @@ impl Coordinator {
         &self,
         op: &'static str,
         f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, RemoteError> {
+        self.run_then(op, |c| f(c).map(|v| (v, Keep::Connection)))
+    }
+
+    /// As [`Coordinator::run`]; `f` also says whether the connection can be used again.
+    fn run_then<T>(
+        &self,
+        op: &'static str,
+        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<(T, Keep)>,
     ) -> Result<T, RemoteError> {
         let err = |source| RemoteError::Lease {
             op,
@@ -174,11 +236,18 @@ impl Coordinator {
             });
         };
         let result = within(conn, self.timeout, start).and_then(|()| f(conn));
-        if result.is_err() {
+        if !matches!(result, Ok((_, Keep::Connection))) {
             *slot = None;
         }
-        result.map_err(err)
+        result.map(|(v, _)| v).map_err(err)
     }
+}
+
+/// Whether a connection is fit for the next command after a call.
+enum Keep {
+    Connection,
+    /// Replies are still on their way: close it.
+    Nothing,
 }
 
 fn connect(client: &Client, timeout: Duration) -> redis::RedisResult<redis::Connection> {

@@ -1,9 +1,11 @@
-//! [`RedisTier`]: the Redis implementation of [`Tier`], and the one that leases. Entries go
-//! through opendal like any object store (`service.rs`, `SET … EX` on every write); what opendal
-//! does not offer — the compile lease, the expiry refresh after a hit, a quick PING — goes
-//! through the `redis` crate (`lease.rs`).
+//! [`RedisTier`]: the Redis implementation of [`Tier`], and the one that leases. Entries are
+//! written through opendal like any object store (`service.rs`, `SET … EX` on every write);
+//! reads, the compile lease, the expiry refresh after a hit and a quick PING go through the
+//! `redis` crate on one connection (`lease.rs`).
 
 use std::time::Duration;
+
+use bytes::Bytes;
 
 use super::lease::Coordinator;
 use super::service::ObjectStore;
@@ -45,8 +47,18 @@ impl RedisTier {
 }
 
 impl Tier for RedisTier {
-    fn get(&self, path: &str) -> Result<Option<Vec<u8>>, RemoteError> {
-        self.entries.get(path)
+    /// On the connection `reach` opened: one connection, and the value in the `Vec` the
+    /// reply was parsed into (opendal's pool would open a second and copy the value).
+    fn get(&self, path: &str) -> Result<Option<Bytes>, RemoteError> {
+        Ok(self.coordinator.get_value(path)?.map(Bytes::from))
+    }
+
+    fn get_parts(
+        &self,
+        path: &str,
+        part: &mut dyn FnMut(Bytes) -> bool,
+    ) -> Result<bool, RemoteError> {
+        self.coordinator.get_parts(path, part)
     }
 
     fn put(&self, path: &str, value: Vec<u8>) -> Result<(), RemoteError> {

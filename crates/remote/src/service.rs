@@ -1,9 +1,12 @@
 //! [`ObjectStore`]: a remote tier over opendal (the storage layer sccache uses), one object per
 //! entry holding the entry file's exact bytes (`entry.rs`, self-checksummed, so a reader verifies
 //! what it gets as it would a local file). It is the whole tier for buckets and the entry half
-//! of the Redis tier (`redis.rs`). opendal's API is async; a small current-thread tokio runtime
-//! drives it, and every call is bounded by a timeout so a slow or silent server costs at most
-//! that long.
+//! of the Redis tier (`redis.rs`). opendal's API is async; one tokio runtime per process with
+//! one worker thread drives every store, and every call is bounded by a timeout so a slow or
+//! silent server costs at most that long. One runtime, not one per store: opendal's HTTP client
+//! is process-wide, and a pooled connection is driven by the runtime that opened it, so a
+//! second store on a runtime of its own waited on a connection nobody drove (two buckets in a
+//! chain, two caches in one Python process) until its timeout.
 //!
 //! Redis, S3-compatible stores and GCS are all in the default build (the cargo features
 //! `remote-s3` / `remote-gcs`, on by default, can be turned off for a smaller binary). What a
@@ -14,8 +17,11 @@
 //! own text carries the request context and, for S3, the server's XML body.
 
 use std::future::Future;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use bytes::Bytes;
+use futures::StreamExt as _;
 use opendal::{ErrorKind, Operator};
 
 use mck_store::remote::RemoteError;
@@ -29,7 +35,7 @@ const WRITE_BYTES_PER_SECOND: u64 = 64 << 20;
 
 /// Entries stored in an opendal service.
 pub struct ObjectStore {
-    runtime: tokio::runtime::Runtime,
+    runtime: &'static tokio::runtime::Runtime,
     op: Operator,
     remote: String,
     timeout: Duration,
@@ -62,10 +68,8 @@ impl ObjectStore {
             remote: remote.clone(),
             reason,
         };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| setup(format!("cannot start the I/O runtime: {e}")))?;
+        let runtime =
+            shared_runtime().map_err(|e| setup(format!("cannot start the I/O runtime: {e}")))?;
         let op = build_operator(url, expiry).map_err(|e| setup(one_line(&e)))?;
         let content_type =
             (!matches!(url, RemoteUrl::Redis(_))).then_some("application/octet-stream");
@@ -104,11 +108,37 @@ impl ObjectStore {
 }
 
 impl Tier for ObjectStore {
-    fn get(&self, path: &str) -> Result<Option<Vec<u8>>, RemoteError> {
+    fn get(&self, path: &str) -> Result<Option<Bytes>, RemoteError> {
         let result = self.bounded("read an entry", self.timeout, self.op.read(path))?;
         match result {
-            Ok(buffer) => Ok(Some(buffer.to_vec())),
+            // No copy when the body came in one piece.
+            Ok(buffer) => Ok(Some(buffer.to_bytes())),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(self.service_error("read an entry", source)),
+        }
+    }
+
+    /// The body as it streams in (one GET), each piece handed on as it arrives; the whole read
+    /// is bounded by the timeout, as `get` is.
+    fn get_parts(
+        &self,
+        path: &str,
+        part: &mut dyn FnMut(Bytes) -> bool,
+    ) -> Result<bool, RemoteError> {
+        let read = async {
+            let mut body = self.op.reader(path).await?.into_stream(..).await?;
+            while let Some(buffer) = body.next().await {
+                for piece in buffer? {
+                    if !part(piece) {
+                        return Ok(true);
+                    }
+                }
+            }
+            Ok::<_, opendal::Error>(true)
+        };
+        match self.bounded("read an entry", self.timeout, read)? {
+            Ok(found) => Ok(found),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
             Err(source) => Err(self.service_error("read an entry", source)),
         }
     }
@@ -127,18 +157,28 @@ impl Tier for ObjectStore {
     }
 }
 
-impl Drop for ObjectStore {
-    fn drop(&mut self) {
-        // Never wait for a connection task stuck on a dead server.
-        let runtime = std::mem::replace(
-            &mut self.runtime,
-            match tokio::runtime::Builder::new_current_thread().build() {
-                Ok(rt) => rt,
-                Err(_) => return,
-            },
-        );
-        runtime.shutdown_background();
+/// The process's runtime for opendal (see the module's comment). Per process id: a child
+/// forked after the parent made one has no worker thread to drive it, so it gets its own (the
+/// parent's copy is left alone).
+fn shared_runtime() -> Result<&'static tokio::runtime::Runtime, String> {
+    static RUNTIME: Mutex<Option<(u32, &'static tokio::runtime::Runtime)>> = Mutex::new(None);
+    let mut slot = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
+    let pid = std::process::id();
+    if let Some((owner, runtime)) = *slot
+        && owner == pid
+    {
+        return Ok(runtime);
     }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("mck-remote-io")
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    // Lives as long as the process: stores are opened and dropped at any time.
+    let runtime: &'static tokio::runtime::Runtime = Box::leak(Box::new(runtime));
+    *slot = Some((pid, runtime));
+    Ok(runtime)
 }
 
 fn build_operator(url: &RemoteUrl, expiry: Option<Duration>) -> Result<Operator, opendal::Error> {

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use serde_json::Value;
 use tracing::{info, warn};
 
@@ -35,7 +36,8 @@ use super::sqlite::{is_corruption, retry_busy};
 #[derive(Clone, Debug, PartialEq)]
 pub struct Artefact {
     pub key: CacheKey,
-    pub bytes: Vec<u8>,
+    /// The payload (a view: a remote hit shares the value it received with its back-fill).
+    pub bytes: Bytes,
     /// The key's readable ingredients as stored by the writer.
     pub ingredients: Value,
     pub created_ms: UnixMillis,
@@ -250,7 +252,7 @@ impl Store {
                 bytes.drain(..payload_start);
                 Ok(Lookup::Hit(Artefact {
                     key: key.clone(),
-                    bytes,
+                    bytes: Bytes::from(bytes),
                     ingredients: meta.ingredients,
                     created_ms,
                     path,

@@ -287,6 +287,16 @@ pub fn decode(
     bytes: &[u8],
     expected: &Digest,
 ) -> Result<(EntryMeta, std::ops::Range<usize>), DecodeError> {
+    decode_digested(bytes, expected, None)
+}
+
+/// As [`decode`], with the SHA-256 of `bytes[offset..]` already computed (while a remote value
+/// arrived, `remote/receive.rs`); used only when `offset` is where this parse finds the payload.
+pub fn decode_digested(
+    bytes: &[u8],
+    expected: &Digest,
+    payload_sha256: Option<(usize, [u8; 32])>,
+) -> Result<(EntryMeta, std::ops::Range<usize>), DecodeError> {
     let header = decode_header(bytes)?;
     if header.file_len() != bytes.len() as u64 {
         return Err(Corruption::LengthMismatch {
@@ -298,7 +308,11 @@ pub fn decode(
     let meta_end = HEADER_LEN + header.metadata_len;
     let meta = decode_metadata(&header, &bytes[HEADER_LEN..meta_end], expected)?;
     let payload = &bytes[meta_end..];
-    if hex::encode(Sha256::digest(payload)) != meta.payload_sha256 {
+    let digest = match payload_sha256 {
+        Some((offset, digest)) if offset == meta_end => digest,
+        _ => Sha256::digest(payload).into(),
+    };
+    if hex::encode(digest) != meta.payload_sha256 {
         return Err(Corruption::PayloadChecksum.into());
     }
     Ok((meta, meta_end..bytes.len()))

@@ -30,6 +30,7 @@
 //! lock, remote lease); look up again; compile; store the result or the failure; release.
 
 mod atomic;
+mod backfill;
 mod cache;
 mod clock;
 mod compile;

@@ -25,6 +25,7 @@
 mod auth;
 mod breaker;
 mod error;
+mod receive;
 mod tier;
 mod tier_stats;
 mod url;
@@ -34,6 +35,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use bytes::Bytes;
 use serde::Serialize;
 use tracing::debug;
 
@@ -43,6 +45,7 @@ use super::key::Digest;
 pub use auth::{AuthError, MAX_SECRET_LEN, MIN_SECRET_LEN, Secret};
 pub use breaker::{Breaker, marked_down_until, state_file_name};
 pub use error::{RemoteError, ServiceError, one_line, show_ms};
+pub use receive::{Digests, Received};
 pub use tier::{Lease, LeaseAttempt, OpenTier, Tier, TierOptions};
 pub use tier_stats::{TierEvent, TierStats};
 pub use url::{
@@ -165,7 +168,7 @@ impl Remote {
 
     /// The value stored for `digest`, unverified; `None` when absent. [`Remote::unseal`] says
     /// where its entry file starts, if it may be used at all.
-    pub fn get(&self, digest: &Digest) -> Result<Option<Vec<u8>>, RemoteError> {
+    pub fn get(&self, digest: &Digest) -> Result<Option<Bytes>, RemoteError> {
         let path = self.entry_path(digest);
         self.guarded("get", || {
             self.reach()?;
@@ -189,10 +192,35 @@ impl Remote {
         })
     }
 
+    /// As [`Remote::get`], with the value's digests computed while it arrived (`receive.rs`),
+    /// for [`Remote::unseal_received`] and `entry::decode_digested`.
+    pub fn receive(&self, digest: &Digest) -> Result<Option<Received>, RemoteError> {
+        let path = self.entry_path(digest);
+        self.guarded("get", || {
+            self.reach()?;
+            receive::receive(self.tier.as_ref(), &path, self.secret.as_ref())
+        })
+    }
+
     /// Where the entry file starts in `value`, read for `digest`; an error when a secret is
     /// configured and the value is not authenticated with it.
     pub fn unseal(&self, digest: &Digest, value: &[u8]) -> Result<usize, AuthError> {
         auth::unseal(self.secret.as_ref(), &self.entry_path(digest), value)
+    }
+
+    /// As [`Remote::unseal`] for a value from [`Remote::receive`] (its MAC already computed).
+    pub fn unseal_received(
+        &self,
+        digest: &Digest,
+        value: &[u8],
+        body_mac: Option<hmac::Hmac<sha2::Sha256>>,
+    ) -> Result<usize, AuthError> {
+        auth::unseal_digested(
+            self.secret.as_ref(),
+            &self.entry_path(digest),
+            value,
+            body_mac,
+        )
     }
 
     /// After a hit: the entry lives another expiry (best effort; not read-only; a no-op on

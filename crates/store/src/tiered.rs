@@ -19,19 +19,23 @@
 //! (`remote/tier_stats.rs`) in `cache stats`, and warns once per process and tier.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tracing::{debug, info, warn};
 
+use super::backfill::Backfills;
 use super::cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};
 use super::entry::{self, DecodeError, EntryMeta, EntryState, Failure};
 use super::error::Result;
 use super::index::Counter;
 use super::key::CacheKey;
 use super::lock::CompileLock;
-use super::remote::{Lease, LeaseAttempt, OpenTier, Remote, RemoteError, TierEvent};
+use super::remote::{
+    AuthError, Digests, Lease, LeaseAttempt, OpenTier, Remote, RemoteError, TierEvent,
+};
 use super::stream::Streamed;
 
 const FIRST_PAUSE: Duration = Duration::from_millis(50);
@@ -40,9 +44,18 @@ const MAX_PAUSE: Duration = Duration::from_secs(1);
 /// The local store with the remote tiers behind it.
 #[derive(Debug)]
 pub struct Tiered {
-    local: Store,
+    /// Copies of remote hits still being written. First, so that dropping joins them before
+    /// the chain's last handle can go with a thread.
+    backfills: Backfills,
+    chain: Chain,
+}
+
+/// The local store and the remote tiers, shared with the back-fill threads.
+#[derive(Debug, Clone)]
+struct Chain {
+    local: Arc<Store>,
     /// Fastest first.
-    remotes: Vec<Remote>,
+    remotes: Arc<[Remote]>,
 }
 
 /// What [`Tiered::claim`] found.
@@ -98,22 +111,35 @@ impl Tiered {
                 }
             }
         }
-        Tiered { local, remotes }
+        Tiered {
+            backfills: Backfills::default(),
+            chain: Chain {
+                local: Arc::new(local),
+                remotes: remotes.into(),
+            },
+        }
+    }
+
+    /// Waits for the copies of earlier remote hits (into the local store and the faster
+    /// tiers) still being written; dropping the cache does the same.
+    pub fn settle(&self) {
+        self.backfills.settle();
     }
 
     pub fn local(&self) -> &Store {
-        &self.local
+        &self.chain.local
     }
 
     /// The remote tiers, fastest first.
     pub fn remotes(&self) -> &[Remote] {
-        &self.remotes
+        &self.chain.remotes
     }
 
     /// Looks `key` up locally, then in each remote tier (verifying and back-filling a remote
     /// entry).
     pub fn get(&self, key: &CacheKey) -> Result<Lookup> {
-        match self.local.get(key)? {
+        self.backfills.settle_key(key.digest());
+        match self.chain.local.get(key)? {
             Lookup::Miss => {}
             found => return Ok(found),
         }
@@ -121,8 +147,8 @@ impl Tiered {
     }
 
     fn remotes_lookup(&self, key: &CacheKey) -> Result<Lookup> {
-        for tier in 0..self.remotes.len() {
-            match self.remote_lookup(tier, key, true)? {
+        for tier in 0..self.chain.remotes.len() {
+            match self.chain.remote_lookup(tier, key, true, &self.backfills)? {
                 Lookup::Miss => {}
                 found => return Ok(found),
             }
@@ -133,7 +159,8 @@ impl Tiered {
     /// As [`Tiered::get`], streaming a local hit to `dest` (a remote value is verified in
     /// memory, back-filled, then written).
     pub fn get_to(&self, key: &CacheKey, dest: &Path, file_mode: u32) -> Result<Streamed> {
-        match self.local.get_to(key, dest, file_mode)? {
+        self.backfills.settle_key(key.digest());
+        match self.chain.local.get_to(key, dest, file_mode)? {
             Streamed::Miss => {}
             found => return Ok(found),
         }
@@ -156,9 +183,9 @@ impl Tiered {
     /// returned instead. On timeout the claim is given anyway: compile without the lock.
     pub fn claim(&self, key: &CacheKey, timeout: Duration) -> Result<Claim> {
         let start = Instant::now();
-        let local = self.local.lock_for_compile(key, timeout)?;
+        let local = self.chain.local.lock_for_compile(key, timeout)?;
         if matches!(local, CompileLock::Acquired(_)) {
-            match self.local.recheck(key)? {
+            match self.chain.local.recheck(key)? {
                 Lookup::Miss => {}
                 found => return Ok(Claim::Found(found)),
             }
@@ -166,7 +193,7 @@ impl Tiered {
         let compile = |local, lease| Ok(Claim::Compile(CompileClaim { local, lease }));
         // The first tier that leases, so every host of the team asks the same one; the next
         // one only while it is down (then the team's hosts that see it down agree again).
-        for tier in (0..self.remotes.len()).filter(|&i| self.remotes[i].leases()) {
+        for tier in (0..self.chain.remotes.len()).filter(|&i| self.chain.remotes[i].leases()) {
             match self.claim_lease(tier, key, start, timeout)? {
                 LeaseClaim::Unreachable => {}
                 LeaseClaim::Unsupported => break,
@@ -185,7 +212,7 @@ impl Tiered {
         start: Instant,
         timeout: Duration,
     ) -> Result<LeaseClaim> {
-        let remote = &self.remotes[tier];
+        let remote = &self.chain.remotes[tier];
         let compile = |lease| Ok(LeaseClaim::Compile(lease));
         let deadline = saturating_deadline(start, timeout);
         let mut pause = FIRST_PAUSE;
@@ -193,13 +220,16 @@ impl Tiered {
         loop {
             match remote.try_lease(key.digest()) {
                 Err(e) => {
-                    self.remote_failed(remote, &e);
+                    self.chain.remote_failed(remote, &e);
                     return Ok(LeaseClaim::Unreachable);
                 }
                 Ok(LeaseAttempt::Unsupported) => return Ok(LeaseClaim::Unsupported),
                 Ok(LeaseAttempt::Acquired(lease)) => {
                     // Another host may have finished between our lookup and the lease.
-                    return match self.remote_lookup(tier, key, false)? {
+                    return match self
+                        .chain
+                        .remote_lookup(tier, key, false, &self.backfills)?
+                    {
                         Lookup::Miss => compile(Some(lease)),
                         found => Ok(LeaseClaim::Found(found)),
                     };
@@ -214,7 +244,10 @@ impl Tiered {
                             deadline.saturating_duration_since(now).as_secs()
                         );
                     }
-                    match self.remote_lookup(tier, key, false)? {
+                    match self
+                        .chain
+                        .remote_lookup(tier, key, false, &self.backfills)?
+                    {
                         Lookup::Miss => {}
                         found => return Ok(LeaseClaim::Found(found)),
                     }
@@ -239,14 +272,15 @@ impl Tiered {
             EntryState::Ok,
             None,
             artefact,
-            self.local.now(),
+            self.chain.local.now(),
             ingredients.clone(),
         );
         let prefix = entry::encode_prefix(&meta)?;
         let stored =
-            self.local
+            self.chain
+                .local
                 .publish_parts(key, &meta, artefact.len() as u64, &[&prefix, artefact]);
-        self.remote_put(key, &[&prefix, artefact]);
+        self.chain.remote_put(key, &[&prefix, artefact]);
         stored
     }
 
@@ -258,12 +292,12 @@ impl Tiered {
         failure: &Failure,
         ingredients: &Value,
     ) -> Result<PutOutcome> {
-        let stored = self.local.put_failure(key, failure, ingredients)?;
+        let stored = self.chain.local.put_failure(key, failure, ingredients)?;
         if matches!(stored, PutOutcome::Stored { .. })
-            && self.remotes.iter().any(|r| !r.read_only())
+            && self.chain.remotes.iter().any(|r| !r.read_only())
         {
-            match self.local.export_entry(key) {
-                Ok(Some(bytes)) => self.remote_put(key, &[&bytes]),
+            match self.chain.local.export_entry(key) {
+                Ok(Some(bytes)) => self.chain.remote_put(key, &[&bytes]),
                 Ok(None) => {
                     debug!("the failure record of {key} is gone before reaching the remote")
                 }
@@ -272,14 +306,22 @@ impl Tiered {
         }
         Ok(stored)
     }
+}
 
+impl Chain {
     /// Tier `tier`'s entry for `key`, verified; back-filled locally and into the writable
-    /// tiers before it. `first_look`: count an absent entry as a miss (polls while waiting for
-    /// another host do not).
-    fn remote_lookup(&self, tier: usize, key: &CacheKey, first_look: bool) -> Result<Lookup> {
+    /// tiers before it by a thread of `backfills`. `first_look`: count an absent entry as a
+    /// miss (polls while waiting for another host do not).
+    fn remote_lookup(
+        &self,
+        tier: usize,
+        key: &CacheKey,
+        first_look: bool,
+        backfills: &Backfills,
+    ) -> Result<Lookup> {
         let remote = &self.remotes[tier];
-        let bytes = match remote.get(key.digest()) {
-            Ok(Some(bytes)) => bytes,
+        let received = match remote.receive(key.digest()) {
+            Ok(Some(received)) => received,
             Ok(None) => {
                 if first_look {
                     info!("No candidate found on {}", remote.shown());
@@ -292,9 +334,27 @@ impl Tiered {
                 return Ok(Lookup::Miss);
             }
         };
-        let start = match remote.unseal(key.digest(), &bytes) {
-            Ok(start) => start,
-            Err(why) => {
+        let mut value = received.value;
+        let mut checked = check(remote, key, &value, received.digests);
+        if checked.is_err() && received.parts > 1 {
+            // Read in parts, it may have been replaced between two of them: read it whole.
+            info!(
+                "The entry of {key} on {} failed its checks as read in {} parts; reading it whole",
+                remote.shown(),
+                received.parts
+            );
+            match remote.get(key.digest()) {
+                Ok(Some(whole)) => {
+                    checked = check(remote, key, &whole, Digests::default());
+                    value = whole;
+                }
+                Ok(None) => {}
+                Err(e) => self.remote_failed(remote, &e),
+            }
+        }
+        let (start, meta, range) = match checked {
+            Ok(v) => v,
+            Err(Refusal::Unauthenticated(why)) => {
                 let why = format!("is not authenticated ({why})");
                 return Ok(self.refuse(
                     remote,
@@ -304,15 +364,11 @@ impl Tiered {
                     Counter::RemoteUnauthenticated,
                 ));
             }
-        };
-        let bytes = &bytes[start..];
-        let (meta, range) = match entry::decode(bytes, key.digest()) {
-            Ok(v) => v,
-            Err(DecodeError::Corrupt(c)) => {
+            Err(Refusal::Decode(DecodeError::Corrupt(c))) => {
                 let why = format!("is corrupt ({c})");
                 return Ok(self.refuse(remote, key, first_look, &why, Counter::RemoteCorrupt));
             }
-            Err(DecodeError::UnsupportedVersion(v)) => {
+            Err(Refusal::Decode(DecodeError::UnsupportedVersion(v))) => {
                 info!(
                     "Ignoring the entry on {}: its format version {v} is newer",
                     remote.shown()
@@ -321,6 +377,7 @@ impl Tiered {
                 return Ok(Lookup::Miss);
             }
         };
+        let entry_file = value.slice(start..);
         // A remote tier may still hold what a hit audit condemned here.
         if self.local.suspect_of(&meta).is_some() {
             self.count_miss(remote, first_look);
@@ -344,15 +401,14 @@ impl Tiered {
             return Ok(Lookup::Miss);
         }
         let path = self.local.layout().entry_path(key.digest());
-        let payload_len = (range.end - range.start) as u64;
-        if let Err(e) = self.local.publish_parts(key, &meta, payload_len, &[bytes]) {
-            warn!("cannot copy the remote entry of {key} into the local cache: {e}");
-        }
         self.local.count(Counter::RemoteHits);
         self.count_on(remote, TierEvent::Hits, 1);
-        self.count_on(remote, TierEvent::BytesRead, bytes.len() as u64);
-        remote.refresh(key.digest());
-        self.backfill(tier, key, bytes);
+        self.count_on(remote, TierEvent::BytesRead, entry_file.len() as u64);
+        let payload = entry_file.slice(range);
+        let (chain, job_key, job_meta) = (self.clone(), key.clone(), meta.clone());
+        backfills.start(key.digest(), move || {
+            chain.copy_hit(tier, &job_key, &job_meta, &entry_file)
+        });
         let EntryMeta {
             failure,
             ingredients,
@@ -362,7 +418,7 @@ impl Tiered {
         Ok(match failure {
             Some(failure) => {
                 info!(
-                    "Got a cached failed compilation from {} (copied to {})",
+                    "Got a cached failed compilation from {} (copying it to {})",
                     remote.shown(),
                     path.display()
                 );
@@ -376,19 +432,33 @@ impl Tiered {
             }
             None => {
                 info!(
-                    "Using a cached artefact from {} (copied to {})",
+                    "Using a cached artefact from {} (copying it to {})",
                     remote.shown(),
                     path.display()
                 );
                 Lookup::Hit(Artefact {
                     key: key.clone(),
-                    bytes: bytes[range].to_vec(),
+                    bytes: payload,
                     ingredients,
                     created_ms,
                     path,
                 })
             }
         })
+    }
+
+    /// The back-fill of a verified hit in tier `tier`: its entry file into the local store and
+    /// every writable tier before `tier`, and its expiry refreshed where it was found.
+    fn copy_hit(&self, tier: usize, key: &CacheKey, meta: &EntryMeta, entry_file: &[u8]) {
+        let remote = &self.remotes[tier];
+        if let Err(e) = self
+            .local
+            .publish_parts(key, meta, meta.artefact_size, &[entry_file])
+        {
+            warn!("cannot copy the remote entry of {key} into the local cache: {e}");
+        }
+        remote.refresh(key.digest());
+        self.backfill(tier, key, entry_file);
     }
 
     /// A remote value that must not be used: a miss, counted and reported once per process and
@@ -415,7 +485,7 @@ impl Tiered {
 
     /// Writes an entry file to every writable remote tier.
     fn remote_put(&self, key: &CacheKey, parts: &[&[u8]]) {
-        for remote in &self.remotes {
+        for remote in self.remotes.iter() {
             if self.write_to(remote, key, parts) {
                 debug!("Stored {key} on {}", remote.shown());
             }
@@ -477,6 +547,28 @@ impl Tiered {
         self.count_on(remote, own, 1);
         remote.fallback(e, self.remotes.len() > 1);
     }
+}
+
+/// Why a remote value is not used.
+enum Refusal {
+    Unauthenticated(AuthError),
+    Decode(DecodeError),
+}
+
+/// Checks a value read from `remote` for `key` (`digests`: what was computed while it
+/// arrived): where its entry file starts, the entry's metadata and its payload's range there.
+fn check(
+    remote: &Remote,
+    key: &CacheKey,
+    value: &[u8],
+    digests: Digests,
+) -> std::result::Result<(usize, EntryMeta, std::ops::Range<usize>), Refusal> {
+    let start = remote
+        .unseal_received(key.digest(), value, digests.body_mac)
+        .map_err(Refusal::Unauthenticated)?;
+    let (meta, range) = entry::decode_digested(&value[start..], key.digest(), digests.payload)
+        .map_err(Refusal::Decode)?;
+    Ok((start, meta, range))
 }
 
 /// What the lease of one remote tier gave [`Tiered::claim`].

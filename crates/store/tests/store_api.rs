@@ -18,7 +18,7 @@ use serde_json::json;
 
 fn hit_bytes(store: &Store, k: &CacheKey) -> Option<Vec<u8>> {
     match store.get(k).unwrap() {
-        Lookup::Hit(a) => Some(a.bytes),
+        Lookup::Hit(a) => Some(a.bytes.to_vec()),
         _ => None,
     }
 }
@@ -37,7 +37,7 @@ fn miss_then_put_then_hit() {
     assert!(path.starts_with(dir.path().join("v1/entries")));
     match store.get(&k).unwrap() {
         Lookup::Hit(a) => {
-            assert_eq!(a.bytes, b"compiled bytes");
+            assert_eq!(&a.bytes[..], b"compiled bytes");
             assert_eq!(a.ingredients, ingredients);
             assert_eq!(
                 serde_json::to_string(&a.ingredients).unwrap(),
@@ -860,7 +860,7 @@ fn an_entry_exported_from_one_cache_imports_into_another() {
     assert_eq!(b.import_entry(&bytes).unwrap(), k);
     match b.get(&k).unwrap() {
         Lookup::Hit(h) => {
-            assert_eq!(h.bytes, b"shared artefact");
+            assert_eq!(&h.bytes[..], b"shared artefact");
             assert_eq!(h.ingredients, json!({"flags": ["x"]}));
             assert_eq!(h.created_ms, T0, "creation time travels with the entry");
         }
@@ -929,7 +929,7 @@ fn compile_once_compiles_once_then_replays() {
             panic!("must not compile again")
         })
         .unwrap();
-    assert!(matches!(second, Served::Cached(a) if a.bytes == b"out"));
+    assert!(matches!(second, Served::Cached(a) if a.bytes[..] == b"out"[..]));
     assert_eq!(calls, 1);
 
     let bad = key("jit_goc_bad", "goc_bad");

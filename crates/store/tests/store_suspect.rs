@@ -37,7 +37,7 @@ fn a_suspect_entry_is_kept_but_never_served() {
     assert_eq!(store.get(&k).unwrap(), Lookup::Miss);
     store.put(&k, b"fresh artefact", &json!({})).unwrap();
     match store.get(&k).unwrap() {
-        Lookup::Hit(a) => assert_eq!(a.bytes, b"fresh artefact"),
+        Lookup::Hit(a) => assert_eq!(&a.bytes[..], b"fresh artefact"),
         other => panic!("the fresh put is not served: {other:?}"),
     }
     assert_eq!(store.suspect(&k).unwrap(), None);

@@ -121,6 +121,11 @@ impl Secret {
         })
     }
 
+    /// The MAC of a value at `object_key`, ready for its body (what follows the seal).
+    pub fn body_mac(&self, object_key: &str) -> Hmac<Sha256> {
+        self.mac(object_key, &[])
+    }
+
     fn mac(&self, object_key: &str, parts: &[&[u8]]) -> Hmac<Sha256> {
         // Any key length is valid for HMAC: this cannot fail.
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.bytes)
@@ -154,13 +159,28 @@ pub fn seal(secret: Option<&Secret>, object_key: &str, parts: &[&[u8]]) -> Vec<u
 /// Where the entry file starts in `value` read from `object_key`. With a secret, only a value
 /// whose tag verifies (in constant time) is accepted.
 pub fn unseal(secret: Option<&Secret>, object_key: &str, value: &[u8]) -> Result<usize, AuthError> {
-    let sealed = value.len() >= SEAL_LEN && value.starts_with(MAGIC) && value[4] == VERSION;
-    match (secret, sealed) {
+    unseal_digested(secret, object_key, value, None)
+}
+
+/// True when `value` starts with a seal (what [`unseal`] decides from its first bytes).
+pub fn looks_sealed(value: &[u8]) -> bool {
+    value.len() >= SEAL_LEN && value.starts_with(MAGIC) && value[4] == VERSION
+}
+
+/// As [`unseal`], with the MAC of the value's body already computed (`receive.rs`, while the
+/// value arrived: [`Secret::body_mac`] fed everything after the seal); `None`: computed here.
+pub fn unseal_digested(
+    secret: Option<&Secret>,
+    object_key: &str,
+    value: &[u8],
+    body_mac: Option<Hmac<Sha256>>,
+) -> Result<usize, AuthError> {
+    match (secret, looks_sealed(value)) {
         (None, true) => Ok(SEAL_LEN),
         (None, false) => Ok(0),
         (Some(_), false) => Err(AuthError::Unsealed),
-        (Some(secret), true) => secret
-            .mac(object_key, &[&value[SEAL_LEN..]])
+        (Some(secret), true) => body_mac
+            .unwrap_or_else(|| secret.mac(object_key, &[&value[SEAL_LEN..]]))
             .verify_slice(&value[MAGIC.len() + 1..SEAL_LEN])
             .map(|()| SEAL_LEN)
             .map_err(|_| AuthError::WrongTag),

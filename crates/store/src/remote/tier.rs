@@ -12,6 +12,8 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use super::breaker::Breaker;
 use super::error::RemoteError;
 use super::url::RemoteUrl;
@@ -36,7 +38,24 @@ pub enum LeaseAttempt {
 /// are opaque bytes. Every call is bounded by the tier's timeout.
 pub trait Tier: Debug + Send + Sync {
     /// The value at `path`; `None` when absent.
-    fn get(&self, path: &str) -> Result<Option<Vec<u8>>, RemoteError>;
+    fn get(&self, path: &str) -> Result<Option<Bytes>, RemoteError>;
+
+    /// As [`Tier::get`], handing the value to `part` piece by piece as it arrives, so that the
+    /// caller can check each piece meanwhile (`receive.rs`); stops early when `part` returns
+    /// false. True when the value exists. By default: the whole value in one piece.
+    fn get_parts(
+        &self,
+        path: &str,
+        part: &mut dyn FnMut(Bytes) -> bool,
+    ) -> Result<bool, RemoteError> {
+        Ok(match self.get(path)? {
+            Some(value) => {
+                part(value);
+                true
+            }
+            None => false,
+        })
+    }
 
     /// Stores `value` at `path`, replacing what is there.
     fn put(&self, path: &str, value: Vec<u8>) -> Result<(), RemoteError>;

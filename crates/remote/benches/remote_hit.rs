@@ -1,0 +1,232 @@
+//! A remote hit of a 16 MiB value against plain GETs of the same value with the same client, in
+//! one run, interleaved: the tier's one-`GET` read on an open client and on a new one (what a new
+//! process pays), and a whole remote hit (`Tiered::get` on an empty local cache: the value read in
+//! parts and verified as they arrive, the artefact handed back), timed to the artefact in hand and
+//! again once its back-fill (the local copy, written beside the caller, fsync on) is settled. On
+//! Redis also the `redis` crate's own `GET`, open and new connection (the floor). Best and median
+//! of N rounds.
+//!
+//! Run: `cargo bench -p mck-remote --bench remote_hit` (a `redis-server` on PATH is started on a
+//! free loopback port; `MCK_BENCH_REDIS_URL` uses another; `REMOTE_HIT_ROUNDS`, default 15).
+//! With `MCK_BENCH_S3_URL=s3://BUCKET/PREFIX` (and the AWS variables) an S3 store too:
+//! `bash bench/s3_hit.sh` starts a Garage cluster and runs it so. `cargo test --benches` runs
+//! one round.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mck_store::{CacheKey, Lookup, Settings, Store, Tiered};
+
+const VALUE_BYTES: usize = 16 << 20;
+
+/// A redis-server of our own, stopped on drop.
+struct Server(Child, #[allow(dead_code)] tempfile::TempDir);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_server() -> Result<(String, Option<Server>), String> {
+    if let Ok(url) = std::env::var("MCK_BENCH_REDIS_URL") {
+        return Ok((url, None));
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("cannot find a free port: {e}"))?
+        .port();
+    let dir = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
+    let child = Command::new("redis-server")
+        .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--save", "", "--appendonly", "no", "--dir"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start redis-server: {e}"))?;
+    let server = Server(child, dir);
+    let url = format!("redis://127.0.0.1:{port}/0");
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok((url, Some(server)));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(format!("redis-server did not listen on port {port}"))
+}
+
+fn tiered_at(dir: &std::path::Path, url: &str, fsync: bool) -> Result<Tiered, String> {
+    let mut settings = Settings {
+        cache_dir: dir.to_owned(),
+        fsync,
+        ..Settings::default()
+    };
+    settings.remote.tiers = vec![mck_remote::parse_tier(url).map_err(|e| e.to_string())?];
+    let store = Store::open(&settings).map_err(|e| e.to_string())?;
+    Ok(mck_remote::tiered(store))
+}
+
+fn best_and_median(times: &mut [Duration]) -> (f64, f64) {
+    times.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    (ms(times[0]), ms(times[times.len() / 2]))
+}
+
+/// What one timing of a round does.
+#[derive(Clone, Copy, PartialEq)]
+enum Variant {
+    RedisGetOpen,
+    RedisGetNew,
+    TierReadOpen,
+    TierReadNew,
+    Hit,
+    HitSettled,
+}
+
+impl Variant {
+    fn label(self) -> &'static str {
+        match self {
+            Variant::RedisGetOpen => "GET, `redis` crate, open connection (the floor)",
+            Variant::RedisGetNew => "GET, `redis` crate, new connection",
+            Variant::TierReadOpen => "the tier's one-GET read, open client",
+            Variant::TierReadNew => "the tier's one-GET read, new client",
+            Variant::Hit => "remote hit: the artefact in hand",
+            Variant::HitSettled => "remote hit: and its back-fill settled",
+        }
+    }
+}
+
+fn main() -> Result<(), String> {
+    let quick = std::env::args().any(|a| a == "--test" || a == "--list")
+        || !std::env::args().any(|a| a == "--bench");
+    let rounds: usize = match quick {
+        true => 1,
+        false => std::env::var("REMOTE_HIT_ROUNDS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(15),
+    };
+    use Variant::*;
+    // `MCK_BENCH_REDIS_URL=off`: only the S3 store.
+    let (redis_url, _server) = match std::env::var("MCK_BENCH_REDIS_URL").as_deref() {
+        Ok("off") => (None, None),
+        _ => start_server().map(|(url, server)| (Some(url), server))?,
+    };
+    if let Some(redis_url) = redis_url {
+        measure(
+            &redis_url,
+            rounds,
+            &[
+                RedisGetOpen,
+                RedisGetNew,
+                TierReadOpen,
+                TierReadNew,
+                Hit,
+                HitSettled,
+            ],
+        )?;
+    }
+    if let Ok(s3) = std::env::var("MCK_BENCH_S3_URL") {
+        measure(&s3, rounds, &[TierReadOpen, TierReadNew, Hit, HitSettled])?;
+    }
+    Ok(())
+}
+
+/// Times `variants` on the remote at `url`, interleaved, and prints a table (ratios against the
+/// first variant's best).
+fn measure(url: &str, rounds: usize, variants: &[Variant]) -> Result<(), String> {
+    let work = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
+    let key =
+        CacheKey::parse(&format!("jit_bench-{}", "ab".repeat(32))).map_err(|e| e.to_string())?;
+    let value: Vec<u8> = (0..VALUE_BYTES as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
+        .collect();
+    let writer = tiered_at(&work.path().join("writer"), url, false)?;
+    writer
+        .put(&key, &value, &serde_json::json!({}))
+        .map_err(|e| e.to_string())?;
+    let remote = writer.remotes().first().ok_or("no remote tier")?;
+    let path = remote.entry_path(key.digest());
+    let redis_client = || redis::Client::open(url).and_then(|c| c.get_connection());
+    let mut open_connection = match variants.contains(&Variant::RedisGetOpen) {
+        true => Some(redis_client().map_err(|e| format!("redis client: {e}"))?),
+        false => None,
+    };
+    let redis_get = |c: &mut redis::Connection| {
+        redis::cmd("GET")
+            .arg(&path)
+            .query::<Vec<u8>>(c)
+            .map(|v| v.len())
+            .map_err(|e| format!("GET {path}: {e}"))
+    };
+
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); variants.len()];
+    for round in 0..rounds {
+        for (which, (&variant, slot)) in variants.iter().zip(times.iter_mut()).enumerate() {
+            let local = work.path().join(format!("local-{round}-{which}"));
+            let reader = match variant {
+                Variant::RedisGetOpen | Variant::RedisGetNew | Variant::TierReadOpen => None,
+                _ => Some(tiered_at(&local, url, true)?),
+            };
+            let mut served = None;
+            let start = Instant::now();
+            let bytes = match (variant, &reader, &mut open_connection) {
+                (Variant::RedisGetOpen, _, Some(c)) => redis_get(c)?,
+                (Variant::RedisGetNew, _, _) => {
+                    redis_get(&mut redis_client().map_err(|e| format!("redis client: {e}"))?)?
+                }
+                (Variant::TierReadOpen, _, _) => {
+                    tier_read(remote, &key).map_err(|e| format!("open: {e}"))?
+                }
+                (Variant::TierReadNew, Some(reader), _) => {
+                    tier_read(reader.remotes().first().ok_or("no remote tier")?, &key)?
+                }
+                (_, Some(reader), _) => match reader
+                    .get(&key)
+                    .map_err(|e| format!("{}: {e}", variant.label()))?
+                {
+                    Lookup::Hit(a) => {
+                        if variant == Variant::HitSettled {
+                            reader.settle();
+                        }
+                        let len = a.bytes.len();
+                        served = Some(a.bytes);
+                        len
+                    }
+                    other => return Err(format!("expected a remote hit, got {other:?}")),
+                },
+                _ => unreachable!("every variant has what it reads with"),
+            };
+            slot.push(start.elapsed());
+            if served.is_some_and(|b| b[..] != value[..]) {
+                return Err("the remote hit served other bytes".to_owned());
+            }
+            std::hint::black_box(bytes);
+        }
+    }
+    let floor_best = best_and_median(&mut times[0]).0;
+    println!("\n{}\n", mck_remote::redact(url));
+    println!(
+        "| 16 MiB value, best / median of {rounds} interleaved | wall | ÷ the first row (best) |"
+    );
+    println!("|---|---|---|");
+    for (variant, t) in variants.iter().zip(times.iter_mut()) {
+        let (best, median) = best_and_median(t);
+        println!(
+            "| {} | {best:.1} / {median:.1} ms | {:.2}x |",
+            variant.label(),
+            best / floor_best
+        );
+    }
+    Ok(())
+}
+
+/// One plain read of `key`'s value through the tier's own client.
+fn tier_read(remote: &mck_store::remote::Remote, key: &CacheKey) -> Result<usize, String> {
+    Ok(remote
+        .get(key.digest())
+        .map_err(|e| e.to_string())?
+        .ok_or("the remote lost the value")?
+        .len())
+}
