@@ -1,4 +1,5 @@
-//! A hit performs no fsync: `cache get` and an `exec` hit (direct mode and canonical) run under
+//! A hit performs no fsync: `cache get` and an `exec` hit (direct mode and canonical), and a
+//! remote hit with its back-fill into the local cache, run under
 //! `strace -f -e trace=fsync,fdatasync,sync_file_range,syncfs` and make none of those calls,
 //! while the put before them makes some (so the trace would see one). The hits still count:
 //! `cache stats` folds the use log in.
@@ -7,6 +8,9 @@
 //! skip, except under CI, where they fail.
 
 mod common;
+#[macro_use]
+#[path = "remote/redis.rs"]
+mod redis;
 
 use common::{Site, compile};
 use std::path::{Path, PathBuf};
@@ -149,4 +153,51 @@ fn an_exec_hit_performs_no_fsync() {
         assert_eq!(syncs, Vec::<String>::new(), "a hit synced: {log}");
     }
     assert_eq!(hits(&site, &cache), (2, 2), "direct hits, counted");
+}
+
+/// A remote hit (Redis) writes the output and back-fills the local cache: neither is synced
+/// (the output as any hit's; the back-fill is a copy of a durable remote entry, verified on
+/// every read). The back-fill has landed when the command returns. What does sync is SQLite's:
+/// the hit is counted and the copy indexed, and a process's first write creates the WAL and
+/// its close checkpoints it (index.sqlite, counters.sqlite and their directory, `v1`).
+#[test]
+fn a_remote_hit_and_its_backfill_perform_no_fsync() {
+    let Some((site, cache)) = traced_site("a_remote_hit_and_its_backfill_perform_no_fsync") else {
+        return;
+    };
+    let target = redis_or_skip!(redis::shared("remote_hit_no_fsync"));
+    let remote = |command: &mut Command| {
+        command.arg("--remote").arg(target.url());
+    };
+    let artefact = site.path("artefact");
+    let bytes: Vec<u8> = (0..(2 << 20) + 3).map(|i: u32| (i % 253) as u8).collect();
+    std::fs::write(&artefact, &bytes).unwrap();
+    let key = format!("jit_f-{}", "8".repeat(64));
+    let mut put = cache_command(&site, &cache, &["put", &key, artefact.to_str().unwrap()]);
+    remote(&mut put);
+    common::success(&mut put);
+    let reader = site.path("reader");
+    common::success(&mut cache_command(&site, &reader, &["stats"]));
+    let out = site.path("out.bin");
+    let mut get = cache_command(&site, &reader, &["get", &key, "-o", out.to_str().unwrap()]);
+    remote(&mut get);
+    let (_, log, syncs) = traced(&site, &mut get);
+    assert!(std::fs::read(&out).unwrap() == bytes, "{log}");
+    let v1 = format!("{}>)", reader.join("v1").display());
+    let ours: Vec<&String> = syncs
+        .iter()
+        .filter(|call| !call.contains(".sqlite") && !call.ends_with(&format!("{v1} = 0")))
+        .collect();
+    assert_eq!(
+        ours,
+        Vec::<&String>::new(),
+        "a remote hit synced its bytes: {log}"
+    );
+    let stats = common::success(&mut cache_command(&site, &reader, &["stats", "--json"]));
+    let stats: serde_json::Value = serde_json::from_slice(&stats).expect("stats JSON");
+    assert_eq!(
+        (stats["remote_hits"].as_u64(), stats["entries"].as_u64()),
+        (Some(1), Some(1)),
+        "{stats}"
+    );
 }

@@ -212,7 +212,7 @@ pub fn run_uncached(request: &ExecRequest) -> Result<i32, ExecError> {
 pub(crate) fn replay(served: &Served, request: &ExecRequest) -> Result<i32, ExecError> {
     Ok(match served {
         Served::Cached(artefact) => {
-            mck_store::write_file(&request.output, &artefact.bytes, OUTPUT_MODE)?;
+            mck_store::write_hit_output(&request.output, &artefact.bytes, OUTPUT_MODE)?;
             0
         }
         Served::CachedFailure(cached) => {

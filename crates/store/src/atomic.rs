@@ -30,6 +30,17 @@ pub const STALE_TMP_AGE: Duration = Duration::from_secs(60 * 60);
 /// the same directory, fsynced, renamed over `dest`. A reader never sees a partial file.
 /// Temporary files of killed writers in that directory (older than [`STALE_TMP_AGE`]) go first.
 pub fn write_file(dest: &Path, bytes: &[u8], file_mode: u32) -> Result<u64, StoreError> {
+    write_beside(dest, bytes, file_mode, true)
+}
+
+/// As [`write_file`] for the output of a hit: not synced (a hit performs no fsync, as a
+/// compiler writing the output would not; the entry it copies is durable, and a lost output
+/// is a hit again on the next run: `stream.rs` does the same for a local hit).
+pub fn write_hit_output(dest: &Path, bytes: &[u8], file_mode: u32) -> Result<u64, StoreError> {
+    write_beside(dest, bytes, file_mode, false)
+}
+
+fn write_beside(dest: &Path, bytes: &[u8], file_mode: u32, fsync: bool) -> Result<u64, StoreError> {
     let dir = dest
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -42,7 +53,7 @@ pub fn write_file(dest: &Path, bytes: &[u8], file_mode: u32) -> Result<u64, Stor
         &[bytes],
         file_mode,
         SystemTime::now(),
-        true,
+        fsync,
     )
 }
 

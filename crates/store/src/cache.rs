@@ -353,6 +353,30 @@ impl Store {
         artefact_size: u64,
         parts: &[&[u8]],
     ) -> Result<PutOutcome> {
+        self.publish_synced(key, meta, artefact_size, parts, self.settings.fsync)
+    }
+
+    /// As [`Store::publish_parts`] for a copy of a remote entry (a back-fill): never synced.
+    /// Every read verifies an entry, so a copy a crash tore is quarantined as a miss and fetched
+    /// again; what it saves is an fsync of the whole artefact on every remote hit.
+    pub(super) fn publish_copy(
+        &self,
+        key: &CacheKey,
+        meta: &EntryMeta,
+        artefact_size: u64,
+        parts: &[&[u8]],
+    ) -> Result<PutOutcome> {
+        self.publish_synced(key, meta, artefact_size, parts, false)
+    }
+
+    fn publish_synced(
+        &self,
+        key: &CacheKey,
+        meta: &EntryMeta,
+        artefact_size: u64,
+        parts: &[&[u8]],
+        fsync: bool,
+    ) -> Result<PutOutcome> {
         self.refuse_if_read_only()?;
         let digest = key.digest();
         let now = self.now();
@@ -365,7 +389,7 @@ impl Store {
             parts,
             self.file_mode(),
             ms_to_system_time(now),
-            self.settings.fsync,
+            fsync,
         )?;
         self.record_published(key, meta, artefact_size, size, now, path)
     }

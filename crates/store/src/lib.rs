@@ -60,7 +60,7 @@ mod tiered;
 mod transfer;
 mod uses;
 
-pub use atomic::{OUTPUT_TMP_PREFIX, write_file};
+pub use atomic::{OUTPUT_TMP_PREFIX, write_file, write_hit_output};
 pub use cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
 pub use compile::{Compiled, Served};

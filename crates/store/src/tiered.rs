@@ -166,7 +166,7 @@ impl Tiered {
         }
         Ok(match self.remotes_lookup(key)? {
             Lookup::Hit(a) => {
-                super::atomic::write_file(dest, &a.bytes, file_mode)?;
+                super::atomic::write_hit_output(dest, &a.bytes, file_mode)?;
                 Streamed::Written {
                     key: a.key,
                     ingredients: a.ingredients,
@@ -453,7 +453,7 @@ impl Chain {
         let remote = &self.remotes[tier];
         if let Err(e) = self
             .local
-            .publish_parts(key, meta, meta.artefact_size, &[entry_file])
+            .publish_copy(key, meta, meta.artefact_size, &[entry_file])
         {
             warn!("cannot copy the remote entry of {key} into the local cache: {e}");
         }
