@@ -35,12 +35,12 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE]
 
-# The measured program: argv = variant, cache dir. Prints one JSON line.
+# The measured program: argv = variant, cache dir, transformer blocks. Prints one JSON line.
 PROGRAM = r'''
 import time
 START = time.perf_counter()
 import json, os, sys
-variant, cache_dir = sys.argv[1], sys.argv[2]
+variant, cache_dir, blocks = sys.argv[1], sys.argv[2], int(sys.argv[3])
 import jax, jax.numpy as jnp
 from jax._src import compilation_cache, monitoring
 IMPORTED = time.perf_counter()
@@ -72,8 +72,8 @@ def timed(module, name, phase):
 timed(compilation_cache, "get_cache_key", "key")
 timed(compilation_cache, "get_executable_and_time", "load")
 
-# A small transformer LM: 4 blocks, d=256, 4 heads, seq 128, batch 8, vocab 2048.
-V, D, H, L, T, B = 2048, 256, 4, 4, 128, 8
+# A transformer LM: `blocks` blocks, d=256, 4 heads, seq 128, batch 8, vocab 2048.
+V, D, H, L, T, B = 2048, 256, 4, blocks, 128, 8
 def init(key):
     keys = jax.random.split(key, 2 + 4 * L)
     n = lambda k, *s: jax.random.normal(k, s, jnp.float32) * 0.02
@@ -186,6 +186,8 @@ def run_child(code: str, args: list[str], env: dict) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
+    # 12: the transformer of the issue's own measurements (deserialize ~30% of a warm start).
+    parser.add_argument("--blocks", type=int, default=12)
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XLA_", "JAX_"))}
     env["JAX_PLATFORMS"] = "cpu"
@@ -194,14 +196,16 @@ def main() -> None:
     runs: dict[str, list[dict]] = {v: [] for v in variants}
     with tempfile.TemporaryDirectory() as tmp:
         dirs = {v: os.path.join(tmp, v.replace("+", "_")) for v in variants}
-        cold = {v: run_child(PROGRAM, [v, dirs[v]], env)["total"] for v in variants}
+        argv = {v: [v, dirs[v], str(args.blocks)] for v in variants}
+        cold = {v: run_child(PROGRAM, argv[v], env)["total"] for v in variants}
         for _ in range(args.rounds):
             for v in variants:
-                runs[v].append(run_child(PROGRAM, [v, dirs[v]], env))
+                runs[v].append(run_child(PROGRAM, argv[v], env))
         gil = run_child(GIL_PROBE, [], env)
     import jax
 
-    print(f"jax {jax.__version__}, {os.cpu_count()} cores, {args.rounds} interleaved rounds, "
+    print(f"jax {jax.__version__}, {args.blocks} blocks, {os.cpu_count()} cores, "
+          f"{args.rounds} interleaved rounds, "
           f"medians; cold runs: " + ", ".join(f"{v} {cold[v]:.2f} s" for v in variants) + "\n")
     jax_total = statistics.median(r["total"] for r in runs["jax"])
     print("| variant | time to all 4 results | vs JAX | import | install | trace | lower | key "

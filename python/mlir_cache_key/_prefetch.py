@@ -34,7 +34,9 @@ from dataclasses import dataclass, field
 from . import _jax_internals as J
 
 DEFAULT_BUDGET = 2 << 30  # bytes of decompressed executables held at once
-DEFAULT_THREADS = 2
+# One core stays the main thread's (it traces and lowers meanwhile): two loaders on two cores
+# slowed tracing, lowering and the first execution by about what they saved.
+DEFAULT_THREADS = max(1, min(4, (os.cpu_count() or 2) - 1))
 DEFAULT_WINDOW = 120.0  # seconds after install() by which the first steps are done
 # How long a lookup waits for a prefetch already loading before loading itself.
 _WAIT_FOR_LOADING = 60.0

@@ -474,7 +474,13 @@ impl Cache {
         let Some(tiered) = &self.tiered else {
             return to_python(py, &serde_json::json!({ "enabled": false }));
         };
-        let stats = py.detach(|| tiered.local().stats()).map_err(store_error)?;
+        // Copies of remote hits still being written are part of what is reported.
+        let stats = py
+            .detach(|| {
+                tiered.settle();
+                tiered.local().stats()
+            })
+            .map_err(store_error)?;
         to_python(py, &stats)
     }
 

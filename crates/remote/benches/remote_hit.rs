@@ -56,13 +56,17 @@ fn start_server() -> Result<(String, Option<Server>), String> {
     Err(format!("redis-server did not listen on port {port}"))
 }
 
+/// A cache at `dir` with the chain `url` (tiers separated by spaces, fastest first).
 fn tiered_at(dir: &std::path::Path, url: &str, fsync: bool) -> Result<Tiered, String> {
     let mut settings = Settings {
         cache_dir: dir.to_owned(),
         fsync,
         ..Settings::default()
     };
-    settings.remote.tiers = vec![mck_remote::parse_tier(url).map_err(|e| e.to_string())?];
+    settings.remote.tiers = url
+        .split_whitespace()
+        .map(|u| mck_remote::parse_tier(u).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
     let store = Store::open(&settings).map_err(|e| e.to_string())?;
     Ok(mck_remote::tiered(store))
 }
@@ -113,9 +117,9 @@ fn main() -> Result<(), String> {
         Ok("off") => (None, None),
         _ => start_server().map(|(url, server)| (Some(url), server))?,
     };
-    if let Some(redis_url) = redis_url {
+    if let Some(redis_url) = &redis_url {
         measure(
-            &redis_url,
+            redis_url,
             rounds,
             &[
                 RedisGetOpen,
@@ -129,6 +133,71 @@ fn main() -> Result<(), String> {
     }
     if let Ok(s3) = std::env::var("MCK_BENCH_S3_URL") {
         measure(&s3, rounds, &[TierReadOpen, TierReadNew, Hit, HitSettled])?;
+        if let Some(redis_url) = &redis_url {
+            chain(redis_url, &s3, rounds)?;
+        }
+    }
+    Ok(())
+}
+
+/// The chain Redis → S3 on a host whose Redis prefix starts empty each round: the first hit
+/// comes from S3 (and back-fills Redis and the local cache), the host's second hit is local,
+/// another host's first hit stops at Redis; against a plain local hit of the same entry.
+fn chain(redis_url: &str, s3: &str, rounds: usize) -> Result<(), String> {
+    let work = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
+    let key =
+        CacheKey::parse(&format!("jit_chain-{}", "cd".repeat(32))).map_err(|e| e.to_string())?;
+    let value: Vec<u8> = (0..VALUE_BYTES as u32)
+        .map(|i| (i.wrapping_mul(2_246_822_519) >> 24) as u8)
+        .collect();
+    let writer = tiered_at(&work.path().join("writer"), s3, false)?;
+    writer
+        .put(&key, &value, &serde_json::json!({}))
+        .map_err(|e| e.to_string())?;
+    let labels = [
+        "local hit (the writer's own cache)",
+        "chain, first hit: from S3",
+        "chain, the same host's second hit: local",
+        "chain, another host's first hit: from Redis",
+    ];
+    let mut times: Vec<Vec<Duration>> = vec![Vec::new(); labels.len()];
+    let served = |lookup: Lookup| match lookup {
+        Lookup::Hit(a) if a.bytes[..] == value[..] => Ok(()),
+        other => Err(format!("expected a hit of the value, got {other:?}")),
+    };
+    let timed = |slot: &mut Vec<Duration>, tiered: &Tiered| -> Result<(), String> {
+        let start = Instant::now();
+        let lookup = tiered.get(&key).map_err(|e| e.to_string())?;
+        slot.push(start.elapsed());
+        served(lookup)
+    };
+    for round in 0..rounds {
+        let chain = format!(
+            "{redis_url}/bench-chain-{}-{round} {s3}",
+            std::process::id()
+        );
+        timed(&mut times[0], &writer)?;
+        let host = tiered_at(&work.path().join(format!("host-{round}")), &chain, true)?;
+        timed(&mut times[1], &host)?;
+        host.settle();
+        timed(&mut times[2], &host)?;
+        let other = tiered_at(&work.path().join(format!("other-{round}")), &chain, true)?;
+        timed(&mut times[3], &other)?;
+    }
+    let local_best = best_and_median(&mut times[0]).0;
+    println!(
+        "\n{} → {}\n",
+        mck_remote::redact(redis_url),
+        mck_remote::redact(s3)
+    );
+    println!("| 16 MiB value, best / median of {rounds} | wall | ÷ the local hit (best) |");
+    println!("|---|---|---|");
+    for (label, t) in labels.iter().zip(times.iter_mut()) {
+        let (best, median) = best_and_median(t);
+        println!(
+            "| {label} | {best:.1} / {median:.1} ms | {:.2}x |",
+            best / local_best
+        );
     }
     Ok(())
 }

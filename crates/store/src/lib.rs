@@ -20,7 +20,9 @@
 //! - `clock`: injectable time; `fsutil`: no-follow opens and ownership checks;
 //! - `sqlite`: busy and corruption handling shared by every SQLite file of the cache;
 //! - `tiered`: the local store with the remote tier behind it (`remote/`: the [`remote::Tier`]
-//!   contract, its seal and breaker; the services themselves are in `mck-remote`);
+//!   contract, its seal and breaker, and `receive`: a value verified as its parts arrive; the
+//!   services themselves are in `mck-remote`); `backfill`: a remote hit's copies, written
+//!   beside the caller;
 //!   `compile`: the one compile-once API on it; `stream`: a hit streamed to a file;
 //!   `stream_put`: a file stored without reading it whole;
 //! - `prefetch_list`: the keys each run of a program used, in order (what a warm start

@@ -14,6 +14,8 @@
 //! - `url`: where the tier lives, as data; `error`: what can go wrong, by operation;
 //! - `tier`: the [`Tier`] trait every service implements (get, put, lease, …) and [`OpenTier`],
 //!   the function that picks one for a URL;
+//! - `receive`: a value read in parts and checked as they arrive (HMAC and payload digest on a
+//!   second thread), for [`Remote::receive`];
 //! - `auth`: the shared secret and the HMAC tag on every value; `breaker`: "remote down until
 //!   T", one per tier, in memory and in the cache directory: both wrap any tier, here in
 //!   [`Remote`]; `tier_stats`: each tier's counters in `cache stats`.
