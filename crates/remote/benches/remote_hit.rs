@@ -71,6 +71,38 @@ fn tiered_at(dir: &std::path::Path, url: &str, fsync: bool) -> Result<Tiered, St
     Ok(mck_remote::tiered(store))
 }
 
+/// A 16 MiB value stored under a key named `name` through a writer cache on `url`.
+struct Stored {
+    work: tempfile::TempDir,
+    key: CacheKey,
+    value: Vec<u8>,
+    writer: Tiered,
+}
+
+fn stored(url: &str, name: &str, mix: u32) -> Result<Stored, String> {
+    let work = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
+    let key =
+        CacheKey::parse(&format!("{name}-{}", hex_of(mix).repeat(8))).map_err(|e| e.to_string())?;
+    let value: Vec<u8> = (0..VALUE_BYTES as u32)
+        .map(|i| (i.wrapping_mul(mix) >> 24) as u8)
+        .collect();
+    let writer = tiered_at(&work.path().join("writer"), url, false)?;
+    writer
+        .put(&key, &value, &serde_json::json!({}))
+        .map_err(|e| e.to_string())?;
+    Ok(Stored {
+        work,
+        key,
+        value,
+        writer,
+    })
+}
+
+/// Eight hex digits of `n` (eight of them make a digest).
+fn hex_of(n: u32) -> String {
+    format!("{n:08x}")
+}
+
 fn best_and_median(times: &mut [Duration]) -> (f64, f64) {
     times.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -144,16 +176,12 @@ fn main() -> Result<(), String> {
 /// comes from S3 (and back-fills Redis and the local cache), the host's second hit is local,
 /// another host's first hit stops at Redis; against a plain local hit of the same entry.
 fn chain(redis_url: &str, s3: &str, rounds: usize) -> Result<(), String> {
-    let work = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
-    let key =
-        CacheKey::parse(&format!("jit_chain-{}", "cd".repeat(32))).map_err(|e| e.to_string())?;
-    let value: Vec<u8> = (0..VALUE_BYTES as u32)
-        .map(|i| (i.wrapping_mul(2_246_822_519) >> 24) as u8)
-        .collect();
-    let writer = tiered_at(&work.path().join("writer"), s3, false)?;
-    writer
-        .put(&key, &value, &serde_json::json!({}))
-        .map_err(|e| e.to_string())?;
+    let Stored {
+        work,
+        key,
+        value,
+        writer,
+    } = stored(s3, "jit_chain", 2_246_822_519)?;
     let labels = [
         "local hit (the writer's own cache)",
         "chain, first hit: from S3",
@@ -205,16 +233,12 @@ fn chain(redis_url: &str, s3: &str, rounds: usize) -> Result<(), String> {
 /// Times `variants` on the remote at `url`, interleaved, and prints a table (ratios against the
 /// first variant's best).
 fn measure(url: &str, rounds: usize, variants: &[Variant]) -> Result<(), String> {
-    let work = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
-    let key =
-        CacheKey::parse(&format!("jit_bench-{}", "ab".repeat(32))).map_err(|e| e.to_string())?;
-    let value: Vec<u8> = (0..VALUE_BYTES as u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
-        .collect();
-    let writer = tiered_at(&work.path().join("writer"), url, false)?;
-    writer
-        .put(&key, &value, &serde_json::json!({}))
-        .map_err(|e| e.to_string())?;
+    let Stored {
+        work,
+        key,
+        value,
+        writer,
+    } = stored(url, "jit_bench", 2_654_435_761)?;
     let remote = writer.remotes().first().ok_or("no remote tier")?;
     let path = remote.entry_path(key.digest());
     let redis_client = || redis::Client::open(url).and_then(|c| c.get_connection());

@@ -75,6 +75,13 @@ fn tiered(dir: &std::path::Path) -> Tiered {
     Tiered::over(Store::open(&settings).unwrap(), open_memory)
 }
 
+/// Stores `bytes` under `k` in the tier through a writer cache in `dir`.
+fn put(dir: &std::path::Path, k: &CacheKey, bytes: &[u8]) {
+    tiered(&dir.join("writer"))
+        .put(k, bytes, &serde_json::json!({}))
+        .unwrap();
+}
+
 fn key(c: char) -> CacheKey {
     CacheKey::parse(&format!("jit_f-{}", c.to_string().repeat(64))).unwrap()
 }
@@ -108,9 +115,7 @@ fn a_value_in_many_parts_is_served_whole_and_its_backfill_lands_before_drop_retu
     let dir = tempfile::tempdir().unwrap();
     let k = key('a');
     let bytes = artefact(1, 100_000);
-    tiered(&dir.path().join("writer"))
-        .put(&k, &bytes, &serde_json::json!({}))
-        .unwrap();
+    put(dir.path(), &k, &bytes);
     assert!(object(&path_of(&k)).unwrap().len() > 50 * PART);
 
     let reader_dir = dir.path().join("reader");
@@ -133,9 +138,7 @@ fn a_second_lookup_in_the_same_process_waits_for_the_backfill_and_hits_locally()
     let dir = tempfile::tempdir().unwrap();
     let k = key('b');
     let bytes = artefact(2, 30_000);
-    tiered(&dir.path().join("writer"))
-        .put(&k, &bytes, &serde_json::json!({}))
-        .unwrap();
+    put(dir.path(), &k, &bytes);
     let reader = tiered(&dir.path().join("reader"));
     assert_eq!(hit(reader.get(&k).unwrap()), bytes);
     let path = path_of(&k);
@@ -156,11 +159,10 @@ fn a_value_replaced_between_two_parts_is_read_again_whole() {
     let dir = tempfile::tempdir().unwrap();
     let k = key('c');
     let (older, newer) = (artefact(3, 20_000), artefact(4, 20_000));
-    let writer = tiered(&dir.path().join("writer"));
-    writer.put(&k, &older, &serde_json::json!({})).unwrap();
+    put(dir.path(), &k, &older);
     let path = path_of(&k);
     let older_value = object(&path).unwrap();
-    writer.put(&k, &newer, &serde_json::json!({})).unwrap();
+    put(dir.path(), &k, &newer);
     let newer_value = object(&path).unwrap();
     OBJECTS.lock().unwrap().insert(path.clone(), older_value);
     REPLACE_MID_READ.lock().unwrap().insert(path, newer_value);
@@ -178,9 +180,7 @@ fn a_damaged_value_read_in_parts_is_refused_and_never_copied() {
     let dir = tempfile::tempdir().unwrap();
     let k = key('d');
     let bytes = artefact(5, 20_000);
-    tiered(&dir.path().join("writer"))
-        .put(&k, &bytes, &serde_json::json!({}))
-        .unwrap();
+    put(dir.path(), &k, &bytes);
     let path = path_of(&k);
     for at in [0usize, 10, 5_000, 19_999] {
         let mut value = object(&path).unwrap();
