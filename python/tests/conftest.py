@@ -102,3 +102,23 @@ def redis_url():
             pytest.fail("MCK_TEST_REDIS_URL is not set: the test script starts redis-server")
         pytest.skip("MCK_TEST_REDIS_URL is not set (start redis-server on 127.0.0.1)")
     return url
+
+
+_S3_VARIABLES = ("MCK_TEST_S3_ENDPOINT", "MCK_TEST_S3_REGION", "MCK_TEST_S3_BUCKET",
+                 "MCK_TEST_S3_ACCESS_KEY_ID", "MCK_TEST_S3_SECRET_ACCESS_KEY")
+
+
+@pytest.fixture
+def s3_bucket():
+    """A real S3 store (the Garage cluster scripts/test.sh starts): the bucket's `s3://` URL
+    and the AWS variables a process needs for it, as a user sets them."""
+    missing = [name for name in _S3_VARIABLES if not os.environ.get(name)]
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"{', '.join(missing)} not set: the test script starts Garage")
+        pytest.skip(f"{', '.join(missing)} not set (bash scripts/garage.sh start DIR)")
+    get = os.environ.get
+    env = dict(AWS_ENDPOINT_URL=get("MCK_TEST_S3_ENDPOINT"), AWS_REGION=get("MCK_TEST_S3_REGION"),
+               AWS_ACCESS_KEY_ID=get("MCK_TEST_S3_ACCESS_KEY_ID"),
+               AWS_SECRET_ACCESS_KEY=get("MCK_TEST_S3_SECRET_ACCESS_KEY"))
+    return f"s3://{get('MCK_TEST_S3_BUCKET')}", env

@@ -136,6 +136,26 @@ def test_two_dirs_share_one_redis(tmp_path, redis_url):
     assert second["stats"]["remote_hits"] >= 1
 
 
+def test_two_dirs_share_one_bucket_through_a_chain(tmp_path, s3_bucket):
+    """`install(remote=[...])` with a dead Redis in front of a real S3 bucket (Garage): the
+    second directory hits what the first compiled, from the bucket; the dead tier is counted."""
+    bucket, aws = s3_bucket
+    remote = ["redis://127.0.0.1:1/0", f"{bucket}/mck-py-{time.time_ns()}"]
+    src = write_function(tmp_path, "a")
+    first = run_f(tmp_path, tmp_path / "dir1", src, remote=remote, env=aws)
+    assert compiles(first) == 1
+    second_dir = tmp_path / "dir2"
+    if _jax_release() < (0, 11):  # as in test_two_dirs_share_one_redis
+        shutil.rmtree(tmp_path / "dir1")
+        second_dir = tmp_path / "dir1"
+    second = run_f(tmp_path, second_dir, src, remote=remote, env=aws)
+    assert compiles(second) == 0 and hits(second) == 1
+    dead, s3 = second["stats"]["tiers"]
+    assert s3["url"].startswith("s3://") and s3["hits"] >= 1, second["stats"]
+    assert dead["errors"] + dead["skipped"] >= 1, second["stats"]
+    assert second["stats"]["entries"] >= 1, "the hit is back-filled locally"
+
+
 def test_killed_mid_compile_leaves_no_damaged_entry(tmp_path, cache_dir):
     src = write_function(tmp_path, "a", loops=3000)
     spec = json.dumps(dict(cache_dir=str(cache_dir), src_dir=src))
