@@ -195,7 +195,7 @@ impl Remote {
     }
 
     /// As [`Remote::get`], with the value's digests computed while it arrived (`receive.rs`),
-    /// for [`Remote::unseal_received`] and `entry::decode_digested`.
+    /// for [`Remote::unseal`] and `entry::decode_digested`.
     pub fn receive(&self, digest: &Digest) -> Result<Option<Received>, RemoteError> {
         let path = self.entry_path(digest);
         self.guarded("get", || {
@@ -205,19 +205,15 @@ impl Remote {
     }
 
     /// Where the entry file starts in `value`, read for `digest`; an error when a secret is
-    /// configured and the value is not authenticated with it.
-    pub fn unseal(&self, digest: &Digest, value: &[u8]) -> Result<usize, AuthError> {
-        auth::unseal(self.secret.as_ref(), &self.entry_path(digest), value)
-    }
-
-    /// As [`Remote::unseal`] for a value from [`Remote::receive`] (its MAC already computed).
-    pub fn unseal_received(
+    /// configured and the value is not authenticated with it. `body_mac`: its MAC as
+    /// [`Remote::receive`] computed it, or `None` (a value from [`Remote::get`]).
+    pub fn unseal(
         &self,
         digest: &Digest,
         value: &[u8],
         body_mac: Option<hmac::Hmac<sha2::Sha256>>,
     ) -> Result<usize, AuthError> {
-        auth::unseal_digested(
+        auth::unseal(
             self.secret.as_ref(),
             &self.entry_path(digest),
             value,

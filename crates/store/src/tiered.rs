@@ -157,7 +157,7 @@ impl Tiered {
     }
 
     /// As [`Tiered::get`], streaming a local hit to `dest` (a remote value is verified in
-    /// memory, back-filled, then written).
+    /// memory and written, its back-fill beside).
     pub fn get_to(&self, key: &CacheKey, dest: &Path, file_mode: u32) -> Result<Streamed> {
         self.backfills.settle_key(key.digest());
         match self.chain.local.get_to(key, dest, file_mode)? {
@@ -564,7 +564,7 @@ fn check(
     digests: Digests,
 ) -> std::result::Result<(usize, EntryMeta, std::ops::Range<usize>), Refusal> {
     let start = remote
-        .unseal_received(key.digest(), value, digests.body_mac)
+        .unseal(key.digest(), value, digests.body_mac)
         .map_err(Refusal::Unauthenticated)?;
     let (meta, range) = entry::decode_digested(&value[start..], key.digest(), digests.payload)
         .map_err(Refusal::Decode)?;

@@ -156,20 +156,16 @@ pub fn seal(secret: Option<&Secret>, object_key: &str, parts: &[&[u8]]) -> Vec<u
     out
 }
 
-/// Where the entry file starts in `value` read from `object_key`. With a secret, only a value
-/// whose tag verifies (in constant time) is accepted.
-pub fn unseal(secret: Option<&Secret>, object_key: &str, value: &[u8]) -> Result<usize, AuthError> {
-    unseal_digested(secret, object_key, value, None)
-}
-
 /// True when `value` starts with a seal (what [`unseal`] decides from its first bytes).
 pub fn looks_sealed(value: &[u8]) -> bool {
     value.len() >= SEAL_LEN && value.starts_with(MAGIC) && value[4] == VERSION
 }
 
-/// As [`unseal`], with the MAC of the value's body already computed (`receive.rs`, while the
-/// value arrived: [`Secret::body_mac`] fed everything after the seal); `None`: computed here.
-pub fn unseal_digested(
+/// Where the entry file starts in `value` read from `object_key`. With a secret, only a value
+/// whose tag verifies (in constant time) is accepted. `body_mac`: the MAC of the value's body
+/// already computed while it arrived (`receive.rs`: [`Secret::body_mac`] fed everything after
+/// the seal); `None`: computed here.
+pub fn unseal(
     secret: Option<&Secret>,
     object_key: &str,
     value: &[u8],
@@ -222,29 +218,32 @@ mod tests {
         let a = Secret::read(&secret_file(dir.path(), "a", b"0123456789abcdef\n", 0o600)).unwrap();
         let b = Secret::read(&secret_file(dir.path(), "b", b"0123456789abcdeX", 0o400)).unwrap();
         let value = seal(Some(&a), "p/entries-v1/x", &[b"MCKE", b"rest"]);
-        assert_eq!(unseal(Some(&a), "p/entries-v1/x", &value), Ok(SEAL_LEN));
+        assert_eq!(
+            unseal(Some(&a), "p/entries-v1/x", &value, None),
+            Ok(SEAL_LEN)
+        );
         assert_eq!(&value[SEAL_LEN..], b"MCKErest");
         assert_eq!(
-            unseal(Some(&b), "p/entries-v1/x", &value),
+            unseal(Some(&b), "p/entries-v1/x", &value, None),
             Err(AuthError::WrongTag)
         );
         assert_eq!(
-            unseal(Some(&a), "p/entries-v1/y", &value),
+            unseal(Some(&a), "p/entries-v1/y", &value, None),
             Err(AuthError::WrongTag),
             "moved to another key"
         );
         let mut flipped = value.clone();
         *flipped.last_mut().unwrap() ^= 1;
         assert_eq!(
-            unseal(Some(&a), "p/entries-v1/x", &flipped),
+            unseal(Some(&a), "p/entries-v1/x", &flipped, None),
             Err(AuthError::WrongTag)
         );
         assert_eq!(
-            unseal(Some(&a), "p/entries-v1/x", b"MCKErest"),
+            unseal(Some(&a), "p/entries-v1/x", b"MCKErest", None),
             Err(AuthError::Unsealed)
         );
-        assert_eq!(unseal(None, "k", &value), Ok(SEAL_LEN));
-        assert_eq!(unseal(None, "k", b"MCKErest"), Ok(0));
+        assert_eq!(unseal(None, "k", &value, None), Ok(SEAL_LEN));
+        assert_eq!(unseal(None, "k", b"MCKErest", None), Ok(0));
         assert_eq!(seal(None, "k", &[b"MCKE", b"rest"]), b"MCKErest");
         assert!(!format!("{a:?}").contains("0123"));
         assert!(!serde_json::to_string(&a).unwrap().contains("0123"));

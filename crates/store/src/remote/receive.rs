@@ -3,7 +3,7 @@
 //! thread assembles them and runs, part by part, the two passes a hit needs: the HMAC of a
 //! sealed value (`auth.rs`) and the SHA-256 of the entry's payload (`entry.rs`). With a core to
 //! spare, verifying then costs the transfer little more than its last part. The checks
-//! themselves stay where they are (`auth::unseal_digested`, `entry::decode_digested`): they are
+//! themselves stay where they are (`auth::unseal`, `entry::decode_digested`): they are
 //! given these digests instead of making a second pass.
 //!
 //! A hostile value cannot make us hold more than it says: once the entry header is in, parts
@@ -225,7 +225,7 @@ fn tail_from(part: &[u8], at: u64, from: u64) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::remote::auth::{seal, unseal_digested};
+    use crate::remote::auth::{seal, unseal};
 
     use std::sync::Mutex;
 
@@ -304,7 +304,7 @@ mod tests {
                 let s = sealed.then_some(&secret);
                 let got = receive(&tier, "p/x", s).unwrap().unwrap();
                 assert_eq!(&got.value[..], &value[..], "part {part_len}");
-                let start = unseal_digested(s, "p/x", &got.value, got.digests.body_mac)
+                let start = unseal(s, "p/x", &got.value, got.digests.body_mac)
                     .unwrap_or_else(|e| panic!("sealed {sealed}, part {part_len}: {e}"));
                 let (_, range) = crate::entry::decode_digested(
                     &got.value[start..],
@@ -342,7 +342,7 @@ mod tests {
         };
         let got = receive(&tier, "p/other", Some(&secret)).unwrap().unwrap();
         assert!(
-            unseal_digested(Some(&secret), "p/x", &got.value, got.digests.body_mac).is_err(),
+            unseal(Some(&secret), "p/x", &got.value, got.digests.body_mac).is_err(),
             "a MAC computed for another object key must not pass"
         );
     }
