@@ -35,43 +35,8 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE]
 
-# The measured program: argv = variant, cache dir, transformer blocks. Prints one JSON line.
-PROGRAM = r'''
-import time
-START = time.perf_counter()
-import json, os, sys
-variant, cache_dir, blocks = sys.argv[1], sys.argv[2], int(sys.argv[3])
-import jax, jax.numpy as jnp
-from jax._src import compilation_cache, monitoring
-IMPORTED = time.perf_counter()
-phases = dict(trace=0.0, lower=0.0, key=0.0, load=0.0)
-def on_duration(event, secs, **_):
-    if event == "/jax/core/compile/jaxpr_trace_duration":
-        phases["trace"] += secs
-    elif event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
-        phases["lower"] += secs
-monitoring.register_event_duration_secs_listener(on_duration)
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-if variant == "jax":
-    jax.config.update("jax_compilation_cache_dir", cache_dir)
-else:
-    import mlir_cache_key.jax as mj
-    mj.install(cache_dir, prefetch=variant == "ours+prefetch")
-INSTALLED = time.perf_counter()
-
-def timed(module, name, phase):
-    inner = getattr(module, name)
-    def wrapper(*args, **kwargs):
-        t = time.perf_counter()
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            phases[phase] += time.perf_counter() - t
-    setattr(module, name, wrapper)
-timed(compilation_cache, "get_cache_key", "key")
-timed(compilation_cache, "get_executable_and_time", "load")
-
+# The measured model; `blocks` is set before it runs.
+MODEL = r'''
 # A transformer LM: `blocks` blocks, d=256, 4 heads, seq 128, batch 8, vocab 2048.
 V, D, H, L, T, B = 2048, 256, 4, blocks, 128, 8
 def init(key):
@@ -113,6 +78,46 @@ def eval_step(params, tokens):
 def decode_step(params, tokens):
     return jnp.argmax(forward(params, tokens)[:, -1], -1)
 
+'''
+
+# The measured program: argv = variant, cache dir, transformer blocks. Prints one JSON line.
+PROGRAM = r'''
+import time
+START = time.perf_counter()
+import json, os, sys
+variant, cache_dir, blocks = sys.argv[1], sys.argv[2], int(sys.argv[3])
+import jax, jax.numpy as jnp
+from jax._src import compilation_cache, monitoring
+IMPORTED = time.perf_counter()
+phases = dict(trace=0.0, lower=0.0, key=0.0, load=0.0)
+def on_duration(event, secs, **_):
+    if event == "/jax/core/compile/jaxpr_trace_duration":
+        phases["trace"] += secs
+    elif event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+        phases["lower"] += secs
+monitoring.register_event_duration_secs_listener(on_duration)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+if variant == "jax":
+    jax.config.update("jax_compilation_cache_dir", cache_dir)
+else:
+    import mlir_cache_key.jax as mj
+    mj.install(cache_dir, prefetch=variant == "ours+prefetch")
+INSTALLED = time.perf_counter()
+
+def timed(module, name, phase):
+    inner = getattr(module, name)
+    def wrapper(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            phases[phase] += time.perf_counter() - t
+    setattr(module, name, wrapper)
+timed(compilation_cache, "get_cache_key", "key")
+timed(compilation_cache, "get_executable_and_time", "load")
+
+# <MODEL>
 params = jax.jit(init)(jax.random.key(0))
 tokens = jax.random.randint(jax.random.key(1), (B, T + 1), 0, V)
 params, l = train_step(params, tokens)
@@ -120,15 +125,17 @@ e = eval_step(params, tokens)
 d = decode_step(params, tokens[:, :T])
 jax.block_until_ready((params, l, e, d))
 DONE = time.perf_counter()
+CPU = time.process_time()  # every thread's: what two cores had to do
 prefetch = None
 if variant == "ours+prefetch":
     p = mj._state.prefetcher
     mj.uninstall()
     prefetch = vars(p.totals)
-print("RESULT " + json.dumps(dict(total=DONE - START, imported=IMPORTED - START,
+print("RESULT " + json.dumps(dict(total=DONE - START, cpu=CPU, imported=IMPORTED - START,
                                   install=INSTALLED - IMPORTED, prefetch=prefetch,
                                   loss=float(l), **phases)), flush=True)
 '''
+PROGRAM = PROGRAM.replace("# <MODEL>\n", MODEL)
 
 # GIL check: progress of a pure-Python loop on the main thread while another
 # thread deserializes a stored executable, against the same loop alone.
@@ -152,9 +159,11 @@ def spin(seconds):
         n += 1
     return n
 def deserialize_many(count, out):
+    # Kept, as a prefetch keeps them: dropping one destroys it with the GIL held.
+    kept = []
     t = time.perf_counter()
     for _ in range(count):
-        backend.deserialize_executable(serialized, devices, options)
+        kept.append(backend.deserialize_executable(serialized, devices, options))
     out.append(time.perf_counter() - t)
 took = []
 deserialize_many(3, took)
@@ -172,6 +181,77 @@ worker.join()
 print("RESULT " + json.dumps(dict(alone_per_s=alone / 0.5, during_per_s=n / spun,
                                   deserialize_ms=took[0] / count * 1000, size=len(serialized))))
 '''
+
+
+# The second core: the main thread's CPU time to trace and lower the training step, alone,
+# while another thread of the process deserializes in a loop (what a prefetch does: the
+# largest executable of JAX's warm cache, argv[2]), and while another process does. CPU time
+# counts neither waits for the GIL nor for a core, so a rise is the two cores slowing each
+# other (caches, memory, the host).
+CONTENTION_PROBE = r'''
+import glob, json, os, statistics, subprocess, sys, threading, time
+import jax, jax.numpy as jnp
+from jax._src import compilation_cache as cc, compiler
+from jax._src.lib import xla_client as xc
+blocks, jax_cache = int(sys.argv[1]), sys.argv[2]
+# <MODEL>
+largest = max(glob.glob(os.path.join(jax_cache, "*-cache")), key=os.path.getsize)
+with open(largest, "rb") as f:
+    serialized, _ = cc.extract_executable_and_time(cc.decompress_executable(f.read()))
+LOOP = """
+import sys, jax
+from jax._src import compiler
+from jax._src.lib import xla_client as xc
+serialized = sys.stdin.buffer.read()
+backend = jax.devices()[0].client
+devices = xc.DeviceList(tuple(jax.devices()[:1]))
+options = compiler.get_compile_options(num_replicas=1, num_partitions=1)
+print("ready", flush=True)
+kept = []
+while True:
+    kept.append(backend.deserialize_executable(serialized, devices, options))
+    del kept[:-4]
+"""
+backend = jax.devices()[0].client
+devices = xc.DeviceList(tuple(jax.devices()[:1]))
+options = compiler.get_compile_options(num_replicas=1, num_partitions=1)
+shapes = jax.eval_shape(init, jax.random.key(0))
+tokens = jax.ShapeDtypeStruct((B, T + 1), jnp.int32)
+def lowering_cpu():
+    jax.clear_caches()
+    t = time.thread_time()
+    train_step.lower(shapes, tokens)
+    return time.thread_time() - t
+def median_cpu():
+    return statistics.median(lowering_cpu() for _ in range(7))
+lowering_cpu()
+alone = median_cpu()
+stop = threading.Event()
+def deserialize_loop():
+    kept = []
+    while not stop.is_set():
+        kept.append(backend.deserialize_executable(serialized, devices, options))
+        del kept[:-4]  # the oldest only: destroying one holds the GIL
+worker = threading.Thread(target=deserialize_loop)
+worker.start()
+time.sleep(0.2)
+with_thread = median_cpu()
+stop.set()
+worker.join()
+other = subprocess.Popen([sys.executable, "-c", LOOP], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE)
+other.stdin.write(serialized)
+other.stdin.close()
+other.stdout.readline()
+time.sleep(0.2)
+with_process = median_cpu()
+other.kill()
+other.wait()
+alone = (alone + median_cpu()) / 2
+print("RESULT " + json.dumps(dict(alone=alone, thread=with_thread, process=with_process,
+                                  size=len(serialized), entry=os.path.basename(largest))))
+'''
+CONTENTION_PROBE = CONTENTION_PROBE.replace("# <MODEL>\n", MODEL)
 
 
 def run_child(code: str, args: list[str], env: dict) -> dict:
@@ -202,29 +282,40 @@ def main() -> None:
             for v in variants:
                 runs[v].append(run_child(PROGRAM, argv[v], env))
         gil = run_child(GIL_PROBE, [], env)
+        contention = run_child(CONTENTION_PROBE, [str(args.blocks), dirs["jax"]], env)
     import jax
 
     print(f"jax {jax.__version__}, {args.blocks} blocks, {os.cpu_count()} cores, "
           f"{args.rounds} interleaved rounds, "
           f"medians; cold runs: " + ", ".join(f"{v} {cold[v]:.2f} s" for v in variants) + "\n")
     jax_total = statistics.median(r["total"] for r in runs["jax"])
-    print("| variant | time to all 4 results | vs JAX | import | install | trace | lower | key "
-          "| load on the critical path | rest (first execution, Python) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| variant | time to all 4 results | vs JAX | vs JAX, same round | import | install "
+          "| trace | lower | key | load on the critical path | rest (first execution, Python) "
+          "| CPU, all threads |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for v in variants:
         med = {k: statistics.median(r[k] for r in runs[v])
-               for k in ("total", "imported", "install", "trace", "lower", "key", "load")}
+               for k in ("total", "cpu", "imported", "install", "trace", "lower", "key", "load")}
         rest = med["total"] - sum(med[k] for k in ("imported", "install", "trace", "lower",
                                                    "key", "load"))
-        print(f"| {v} | {med['total']:.2f} s | {med['total'] / jax_total:.2f}x | "
+        # The machine's speed drifts between rounds: the ratio to JAX's run of the same round.
+        paired = statistics.median(r["total"] / j["total"] for r, j in zip(runs[v], runs["jax"]))
+        print(f"| {v} | {med['total']:.2f} s | {med['total'] / jax_total:.2f}x | {paired:.2f}x | "
               f"{med['imported']:.2f} | {med['install']:.2f} | {med['trace']:.2f} | "
-              f"{med['lower']:.2f} | {med['key']:.3f} | {med['load']:.2f} | {rest:.2f} |")
+              f"{med['lower']:.2f} | {med['key']:.3f} | {med['load']:.2f} | {rest:.2f} | "
+              f"{med['cpu']:.2f} s |")
     prefetched = [r["prefetch"] for r in runs["ours+prefetch"]]
     print("\nprefetch per run (median): " + ", ".join(
         f"{k} {statistics.median(p[k] for p in prefetched):g}" for k in prefetched[0]))
     print(f"\nGIL: a Python loop ran {gil['during_per_s'] / gil['alone_per_s']:.0%} of its "
           f"alone speed while another thread ran deserialize_executable "
           f"({gil['deserialize_ms']:.1f} ms per call, {gil['size']} bytes)")
+
+    print(f"\nThe second core: the main thread's CPU time to trace and lower train_step is "
+          f"{contention['thread'] / contention['alone']:.2f}x its time alone while another "
+          f"thread deserializes (the largest entry, {contention['entry'].split('-')[0]}, "
+          f"{contention['size']} bytes, in a loop), {contention['process'] / contention['alone']:.2f}x "
+          f"while another process does ({contention['alone'] * 1000:.0f} ms alone)")
 
 
 if __name__ == "__main__":

@@ -319,6 +319,68 @@ fn an_artefact_of_several_parts_comes_back_whole_and_a_flip_in_a_later_part_is_r
     );
 }
 
+/// Redis values a byte short of one part, of exactly one part, and a byte over it (the first
+/// part comes back with the length, the rest after it): each comes back whole, verified as
+/// it arrives.
+#[test]
+fn values_at_the_edge_of_one_part_come_back_whole() {
+    const PART: usize = 1 << 20; // the coordinator's part size
+    let (target, team) = redis_or_skip!(Team::shared("part_edges"));
+    let artefact = |len: usize, seed: u32| -> Vec<u8> {
+        (0..len as u32)
+            .map(|i| (i.wrapping_add(seed).wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect()
+    };
+    // What an entry adds to its artefact, from one stored first (of about the same size: the
+    // entry's length fields are as long).
+    let probe = team.path("probe.bin");
+    std::fs::write(&probe, artefact(PART - 500, 0)).expect("write");
+    success(
+        team.mck(
+            "w",
+            &["cache", "put", &format!("probe-{}", "ab".repeat(32))],
+        )
+        .arg(&probe),
+    );
+    let stored = |target: &redis::Target| -> Vec<usize> {
+        let mut lens: Vec<usize> = target
+            .entry_keys()
+            .iter()
+            .map(|k| target.cli(&["strlen", k]).parse().expect("strlen"))
+            .collect();
+        lens.sort_unstable();
+        lens
+    };
+    let overhead = stored(&target)[0] - (PART - 500);
+    for (i, entry_len) in [PART - 1, PART, PART + 1].into_iter().enumerate() {
+        let bytes = artefact(entry_len - overhead, i as u32 + 1);
+        let file = team.path(&format!("edge{i}.bin"));
+        std::fs::write(&file, &bytes).expect("write");
+        let key = format!("edge{i}-{}", "ef".repeat(32));
+        success(team.mck("w", &["cache", "put", &key]).arg(&file));
+        assert!(
+            stored(&target).contains(&entry_len),
+            "no entry of {entry_len} bytes: {:?}",
+            stored(&target)
+        );
+        let out = team.path(&format!("edge{i}.out"));
+        let stderr = success_stderr(
+            team.mck(&format!("r{i}"), &["cache", "get", &key])
+                .arg(format!("--output={}", out.display()))
+                .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO"),
+        );
+        assert!(
+            read(&out) == bytes,
+            "the {entry_len}-byte value came back changed"
+        );
+        assert!(
+            stderr.contains("Using a cached artefact from redis://")
+                && !stderr.contains("reading it whole"),
+            "the {entry_len}-byte value did not verify as it came: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn a_read_only_client_never_writes() {
     let (target, team) = redis_or_skip!(Team::shared("read_only"));

@@ -5,7 +5,7 @@ identity (the script path and argv, or `prefetch_name`), with what loading
 each needs (platform, device ids, compile options), in the store's
 `v1/prefetch/`. The next run with that identity reads that list at
 `install()` and, on a few background threads, reads, decompresses and
-deserializes those entries in that order while the main thread imports,
+deserializes those entries in that order while the main thread probes,
 traces and lowers (`deserialize_executable` releases the GIL), holding at
 most `budget` bytes of decompressed executables (loading stops at the first
 that does not fit).
@@ -310,16 +310,26 @@ class Prefetcher:
     def close_window(self) -> None:
         """Drops what is still unused, records this run's keys so far, and adds the
         counters to the cache's."""
+        if self._close():
+            self._flush()
+
+    def abandon(self) -> None:
+        """Stops loading and records nothing: the install that started it failed."""
+        atexit.unregister(self.finish)
+        self._close()
+
+    def _close(self) -> bool:
+        """Ends the window (unused prefetches dropped, no more loads): False if it was over."""
         with self.lock:
             if self.closed:
-                return
+                return False
             self.closed = True
             for slot in self.slots.values():
                 if slot.state == "ready":
                     self._drop_locked(slot)
             self.queue.clear()
         self.timer.cancel()
-        self._flush()
+        return True
 
     def finish(self) -> None:
         """At exit or uninstall: closes the window and records every key this run used."""

@@ -485,8 +485,13 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     verify_hits = _audit.check_rate(verify_hits)
     native = _native()  # fails loudly before anything is touched
-    _check_probe(mode)  # likewise
     with _install_lock:
+        # A first install with prefetch starts loading before the probe (which lowers a module
+        # on this thread): the first executable a program asks for is often wanted soon after.
+        # A probe that fails then abandons the prefetch and still patches nothing.
+        probe_later = prefetch and _state is None
+        if not probe_later:
+            _check_probe(mode)
         if _state is not None:
             _uninstall_locked()
         jax_dir = J.setting("compilation_cache_dir")
@@ -496,6 +501,8 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
             cache = native.Cache(cache_dir or jax_dir, size=size, ttl_days=ttl_days,
                                  remote=remote, remote_read_only=remote_read_only)
         except OSError as ex:  # an unusable directory: JAX compiles as if we were not there
+            if probe_later:
+                _check_probe(mode)
             warnings.warn(f"mlir-cache-key: not installed, the cache is unusable: {ex}",
                           RuntimeWarning, stacklevel=2)
             return
@@ -504,6 +511,12 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
         if prefetch:
             state.prefetcher = _prefetch.Prefetcher(
                 cache, prefetch_name or _prefetch.default_identity(), prefetch_budget)
+        if probe_later:
+            try:
+                _check_probe(mode)
+            except BaseException:
+                state.prefetcher.abandon()
+                raise
         try:
             if state.set_dir:
                 J.update_setting("jax_compilation_cache_dir", state.path)

@@ -4,6 +4,7 @@ before JAX asks, and only ever uses it under the key computed now."""
 
 from __future__ import annotations
 
+import mlir_cache_key
 import numpy as np
 
 from conftest import run
@@ -12,6 +13,7 @@ from conftest import run
 # hence the identity, stays the same); reports results, this run's
 # prefetch counters, the cache's, and JAX's hit and miss events.
 PROGRAM = """
+import mlir_cache_key
 import numpy as np
 import jax.numpy as jnp
 import mlir_cache_key
@@ -99,3 +101,47 @@ def test_the_budget_bounds_what_is_held(tmp_path, cache_dir):
     some = run_program(tmp_path, cache_dir, budget=largest)
     assert 1 <= some["totals"]["prefetched"] < full["totals"]["prefetched"], some["totals"]
     assert some["held"][0] <= largest and some["misses"] == 0
+
+
+# A run under the name "probe" (recording its keys), or, with FAIL set, one whose probe
+# disagrees (a JAX we do not match): its install must fail having patched nothing, and its
+# prefetch, started before the probe, must load nothing into the counters and record nothing.
+PROBE_PROGRAM = """
+import mlir_cache_key
+import numpy as np
+import jax.numpy as jnp
+from jax._src import cache_key, compilation_cache
+import mlir_cache_key
+import mlir_cache_key.jax as mj
+cache_dir = sys.argv[1]
+original = compilation_cache.get_cache_key
+if os.environ.get("FAIL"):
+    real = cache_key.get
+    cache_key.get = lambda *a, **k: real(*a, **k)[:-4] + "beef"
+try:
+    mj.install(cache_dir, prefetch=True, prefetch_name="probe")
+    error = None
+except Exception as ex:
+    error = f"{type(ex).__name__}: {ex}"
+x = np.arange(16.0, dtype=np.float32).reshape(4, 4)
+results = [np.asarray(jax.jit(fn)(x)).tolist() for fn in (jnp.sin, jnp.cos, jnp.tanh)]
+report(error=error, untouched=compilation_cache.get_cache_key is original,
+       results=results, installed=mj.installed() is not None)
+"""
+
+
+def test_a_failed_probe_abandons_the_prefetch_it_started(tmp_path, cache_dir):
+    first = run(tmp_path, PROBE_PROGRAM, args=(str(cache_dir),))
+    assert first["error"] is None and first["installed"]
+    second = run(tmp_path, PROBE_PROGRAM, args=(str(cache_dir),))  # loads what the first used
+    stats = mlir_cache_key.Cache(str(cache_dir)).stats()["prefetch"]
+    assert stats["prefetched"] >= 3 and stats["used"] == stats["prefetched"], stats
+    failed = run(tmp_path, PROBE_PROGRAM, args=(str(cache_dir),), env={"FAIL": "1"})
+    assert failed["error"].startswith("UnsupportedJaxVersion") and "probe" in failed["error"]
+    assert failed["untouched"] and not failed["installed"]
+    assert failed["results"] == second["results"]  # JAX ran as without us
+    # Nothing the abandoned prefetch loaded was counted at exit, and the record still predicts.
+    assert mlir_cache_key.Cache(str(cache_dir)).stats()["prefetch"] == stats
+    again = run(tmp_path, PROBE_PROGRAM, args=(str(cache_dir),))
+    assert again["error"] is None
+    assert mlir_cache_key.Cache(str(cache_dir)).stats()["prefetch"]["used"] > stats["used"]

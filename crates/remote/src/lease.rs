@@ -152,41 +152,59 @@ impl Coordinator {
     }
 
     /// The value at `key` in parts of [`PART_BYTES`], each handed to `part` as soon as it is
-    /// parsed while the next ones are on their way (`STRLEN`, then every `GETRANGE` sent at
-    /// once). False when absent. Unlike one `GET`, the whole read is bounded by the timeout.
-    /// Parts are not one atomic read: a value replaced meanwhile fails its checks, and the
-    /// caller reads it again whole (`mck_store`'s `tiered.rs`).
+    /// parsed while the next ones are on their way. `STRLEN` goes out with the first part's
+    /// `GETRANGE`, so a value of one part takes one round trip; the other parts' `GETRANGE`s
+    /// are sent at once when the length is known. False when absent. Unlike one `GET`, the
+    /// whole read is bounded by the timeout. Parts are not one atomic read: a value replaced
+    /// meanwhile fails its checks, and the caller reads it again whole (`mck_store`'s
+    /// `tiered.rs`).
     pub fn get_parts(
         &self,
         key: &str,
         part: &mut dyn FnMut(Bytes) -> bool,
     ) -> Result<bool, RemoteError> {
         let start = Instant::now();
+        let reply = |c: &mut redis::Connection| -> redis::RedisResult<redis::Value> {
+            if start.elapsed() >= self.timeout {
+                return Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into());
+            }
+            within(c, self.timeout, start)?;
+            c.recv_response()
+        };
         self.run_then("read an entry", |c| {
-            let len: usize = redis::cmd("STRLEN").arg(key).query(c)?;
+            let mut packed = Vec::new();
+            redis::cmd("STRLEN")
+                .arg(key)
+                .write_packed_command(&mut packed);
+            getrange(key, 0, PART_BYTES).write_packed_command(&mut packed);
+            c.send_packed_command(&packed)?;
+            let len: usize = redis::from_redis_value(reply(c)?)?;
+            let first: Vec<u8> = redis::from_redis_value(reply(c)?)?;
             if len == 0 {
                 return Ok((false, Keep::Connection));
             }
             let parts = len.div_ceil(PART_BYTES);
-            let mut packed = Vec::new();
-            for i in 0..parts {
-                let from = i * PART_BYTES;
-                let to = (from + PART_BYTES).min(len) - 1;
-                redis::cmd("GETRANGE")
-                    .arg(key)
-                    .arg(from)
-                    .arg(to)
-                    .write_packed_command(&mut packed);
-            }
-            c.send_packed_command(&packed)?;
-            for _ in 0..parts {
-                if start.elapsed() >= self.timeout {
-                    return Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into());
+            if parts > 1 {
+                packed.clear();
+                for i in 1..parts {
+                    let from = i * PART_BYTES;
+                    getrange(key, from, PART_BYTES.min(len - from))
+                        .write_packed_command(&mut packed);
                 }
-                within(c, self.timeout, start)?;
-                let bytes: Vec<u8> = redis::from_redis_value(c.recv_response()?)?;
+                c.send_packed_command(&packed)?;
+            }
+            // Replies still coming would be read as answers to later commands.
+            let abandoned = if parts > 1 {
+                Keep::Nothing
+            } else {
+                Keep::Connection
+            };
+            if !part(Bytes::from(first)) {
+                return Ok((true, abandoned));
+            }
+            for _ in 1..parts {
+                let bytes: Vec<u8> = redis::from_redis_value(reply(c)?)?;
                 if !part(Bytes::from(bytes)) {
-                    // The replies still coming would be read as answers to later commands.
                     return Ok((true, Keep::Nothing));
                 }
             }
@@ -252,6 +270,13 @@ enum Keep {
 
 fn connect(client: &Client, timeout: Duration) -> redis::RedisResult<redis::Connection> {
     client.get_connection_with_timeout(timeout)
+}
+
+/// `GETRANGE` of the `len` bytes of `key` from `from` (Redis takes the last byte's index).
+fn getrange(key: &str, from: usize, len: usize) -> redis::Cmd {
+    let mut cmd = redis::cmd("GETRANGE");
+    cmd.arg(key).arg(from).arg(from + len - 1);
+    cmd
 }
 
 /// Bounds the next command on `conn` by what is left of `timeout` since `start` (connecting
