@@ -1,4 +1,4 @@
-//! A remote hit of a 16 MiB value against plain GETs of the same value with the same client, in
+//! A remote hit of a value (16 MiB unless told) against plain GETs of the same value with the same client, in
 //! one run, interleaved: the tier's one-`GET` read on an open client and on a new one (what a new
 //! process pays), and a whole remote hit (`Tiered::get` on an empty local cache: the value read in
 //! parts and verified as they arrive, the artefact handed back), timed to the artefact in hand and
@@ -7,7 +7,8 @@
 //! of N rounds.
 //!
 //! Run: `cargo bench -p mck-remote --bench remote_hit` (a `redis-server` on PATH is started on a
-//! free loopback port; `MCK_BENCH_REDIS_URL` uses another; `REMOTE_HIT_ROUNDS`, default 15).
+//! free loopback port; `MCK_BENCH_REDIS_URL` uses another; `REMOTE_HIT_ROUNDS`, default 15;
+//! `REMOTE_HIT_BYTES`, the value's size, default 16 MiB: a small one shows the round trips).
 //! With `MCK_BENCH_S3_URL=s3://BUCKET/PREFIX` (and the AWS variables) an S3 store too:
 //! `bash bench/s3_hit.sh` starts a Garage cluster and runs it so. `cargo test --benches` runs
 //! one round.
@@ -17,7 +18,21 @@ use std::time::{Duration, Instant};
 
 use mck_store::{CacheKey, Lookup, Settings, Store, Tiered};
 
-const VALUE_BYTES: usize = 16 << 20;
+/// The value's size: `REMOTE_HIT_BYTES`, else 16 MiB.
+fn value_bytes() -> usize {
+    std::env::var("REMOTE_HIT_BYTES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(16 << 20)
+}
+
+/// The value's size as the tables say it.
+fn size_label() -> String {
+    match value_bytes() {
+        n if n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n => format!("{n}-byte"),
+    }
+}
 
 /// A redis-server of our own, stopped on drop.
 struct Server(Child, #[allow(dead_code)] tempfile::TempDir);
@@ -71,7 +86,7 @@ fn tiered_at(dir: &std::path::Path, url: &str, fsync: bool) -> Result<Tiered, St
     Ok(mck_remote::tiered(store))
 }
 
-/// A 16 MiB value stored under a key named `name` through a writer cache on `url`.
+/// A value of [`value_bytes`] stored under a key named `name` through a writer cache on `url`.
 struct Stored {
     work: tempfile::TempDir,
     key: CacheKey,
@@ -83,7 +98,7 @@ fn stored(url: &str, name: &str, mix: u32) -> Result<Stored, String> {
     let work = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
     let key =
         CacheKey::parse(&format!("{name}-{}", hex_of(mix).repeat(8))).map_err(|e| e.to_string())?;
-    let value: Vec<u8> = (0..VALUE_BYTES as u32)
+    let value: Vec<u8> = (0..value_bytes() as u32)
         .map(|i| (i.wrapping_mul(mix) >> 24) as u8)
         .collect();
     let writer = tiered_at(&work.path().join("writer"), url, false)?;
@@ -218,12 +233,15 @@ fn chain(redis_url: &str, s3: &str, rounds: usize) -> Result<(), String> {
         mck_remote::redact(redis_url),
         mck_remote::redact(s3)
     );
-    println!("| 16 MiB value, best / median of {rounds} | wall | ÷ the local hit (best) |");
+    println!(
+        "| {} value, best / median of {rounds} | wall | ÷ the local hit (best) |",
+        size_label()
+    );
     println!("|---|---|---|");
     for (label, t) in labels.iter().zip(times.iter_mut()) {
         let (best, median) = best_and_median(t);
         println!(
-            "| {label} | {best:.1} / {median:.1} ms | {:.2}x |",
+            "| {label} | {best:.3} / {median:.3} ms | {:.2}x |",
             best / local_best
         );
     }
@@ -301,13 +319,14 @@ fn measure(url: &str, rounds: usize, variants: &[Variant]) -> Result<(), String>
     let floor_best = best_and_median(&mut times[0]).0;
     println!("\n{}\n", mck_remote::redact(url));
     println!(
-        "| 16 MiB value, best / median of {rounds} interleaved | wall | ÷ the first row (best) |"
+        "| {} value, best / median of {rounds} interleaved | wall | ÷ the first row (best) |",
+        size_label()
     );
     println!("|---|---|---|");
     for (variant, t) in variants.iter().zip(times.iter_mut()) {
         let (best, median) = best_and_median(t);
         println!(
-            "| {} | {best:.1} / {median:.1} ms | {:.2}x |",
+            "| {} | {best:.3} / {median:.3} ms | {:.2}x |",
             variant.label(),
             best / floor_best
         );
