@@ -314,8 +314,9 @@ def main() -> None:
     print(f"\nThe second core: the main thread's CPU time to trace and lower train_step is "
           f"{contention['thread'] / contention['alone']:.2f}x its time alone while another "
           f"thread deserializes (the largest entry, {contention['entry'].split('-')[0]}, "
-          f"{contention['size']} bytes, in a loop), {contention['process'] / contention['alone']:.2f}x "
-          f"while another process does ({contention['alone'] * 1000:.0f} ms alone)")
+          f"{contention['size']} bytes, in a loop), "
+          f"{contention['process'] / contention['alone']:.2f}x while another process does "
+          f"({contention['alone'] * 1000:.0f} ms alone)")
 
 
 if __name__ == "__main__":

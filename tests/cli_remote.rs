@@ -324,7 +324,7 @@ fn an_artefact_of_several_parts_comes_back_whole_and_a_flip_in_a_later_part_is_r
 /// it arrives.
 #[test]
 fn values_at_the_edge_of_one_part_come_back_whole() {
-    const PART: usize = 1 << 20; // the coordinator's part size
+    const PART: usize = mck_remote::PART_BYTES;
     let (target, team) = redis_or_skip!(Team::shared("part_edges"));
     let artefact = |len: usize, seed: u32| -> Vec<u8> {
         (0..len as u32)

@@ -13,7 +13,6 @@ from conftest import run
 # hence the identity, stays the same); reports results, this run's
 # prefetch counters, the cache's, and JAX's hit and miss events.
 PROGRAM = """
-import mlir_cache_key
 import numpy as np
 import jax.numpy as jnp
 import mlir_cache_key
@@ -107,7 +106,6 @@ def test_the_budget_bounds_what_is_held(tmp_path, cache_dir):
 # disagrees (a JAX we do not match): its install must fail having patched nothing, and its
 # prefetch, started before the probe, must load nothing into the counters and record nothing.
 PROBE_PROGRAM = """
-import mlir_cache_key
 import numpy as np
 import jax.numpy as jnp
 from jax._src import cache_key, compilation_cache

@@ -1,10 +1,10 @@
-//! A remote hit of a value (16 MiB unless told) against plain GETs of the same value with the same client, in
-//! one run, interleaved: the tier's one-`GET` read on an open client and on a new one (what a new
-//! process pays), and a whole remote hit (`Tiered::get` on an empty local cache: the value read in
-//! parts and verified as they arrive, the artefact handed back), timed to the artefact in hand and
-//! again once its back-fill (the local copy, written beside the caller, fsync on) is settled. On
-//! Redis also the `redis` crate's own `GET`, open and new connection (the floor). Best and median
-//! of N rounds.
+//! A remote hit of a value (16 MiB unless told) against plain GETs of the same value with the
+//! same client, in one run, interleaved: the tier's one-`GET` read on an open client and on a new
+//! one (what a new process pays), and a whole remote hit (`Tiered::get` on an empty local cache:
+//! the value read in parts and verified as they arrive, the artefact handed back), timed to the
+//! artefact in hand and again once its back-fill (the local copy, written beside the caller,
+//! fsync on) is settled. On Redis also the `redis` crate's own `GET`, open and new connection
+//! (the floor). Best and median of N rounds.
 //!
 //! Run: `cargo bench -p mck-remote --bench remote_hit` (a `redis-server` on PATH is started on a
 //! free loopback port; `MCK_BENCH_REDIS_URL` uses another; `REMOTE_HIT_ROUNDS`, default 15;

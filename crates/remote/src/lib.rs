@@ -22,6 +22,7 @@ mod url;
 use mck_store::remote::{RemoteError, RemoteUrl, Tier, TierOptions};
 use mck_store::{Store, Tiered};
 
+pub use lease::PART_BYTES;
 use redis::RedisTier;
 use service::ObjectStore;
 
