@@ -20,7 +20,8 @@ use mck_key::{
     KeyRecord, SourceError,
 };
 use mck_settings::{Layer, Settings};
-use mck_store::{CacheKey, Compiled, Digest, ListFilter, Lookup, Served, StoreError, Tiered};
+use mck_store::{CacheKey, Digest, ListFilter, Lookup, StoreError};
+use mck_remote::{Compiled, Served, Tiered};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -299,17 +300,15 @@ impl Cache {
         if let Some(on) = remote_read_only {
             set_setting(&mut overrides, "remote_read_only", &on.to_string())?;
         }
-        let settings = Settings::from_env_and(&overrides)
-            .map_err(settings_error)?
-            .store;
+        let all = Settings::from_env_and(&overrides).map_err(settings_error)?;
         let lock_timeout = Duration::try_from_secs_f64(lock_timeout).map_err(value_error)?;
         // Opened with the run records' pins: a put may evict, and must spare what they reference.
         let tiered = py
-            .detach(|| mck_runs::open_tiered(&settings))
+            .detach(|| mck_runs::open_cache(&all, mck_runs::Purpose::Compile))
             .map_err(runs_error)?;
         Ok(Cache {
             tiered,
-            settings,
+            settings: all.store,
             lock_timeout,
         })
     }
@@ -478,7 +477,7 @@ impl Cache {
         let stats = py
             .detach(|| {
                 tiered.settle();
-                tiered.local().stats()
+                tiered.stats()
             })
             .map_err(store_error)?;
         to_python(py, &stats)

@@ -9,22 +9,19 @@ use super::output::{self, json_text, versioned};
 use super::progress::Progress;
 use super::settings::CacheOptions;
 use super::stored;
-use crate::store::{CacheKey, ListFilter, Lookup, SortBy, Store, Streamed};
+use crate::store::{CacheKey, ListFilter, Lookup, SortBy, Streamed};
 use anyhow::{Context as _, anyhow};
 use std::process::ExitCode;
 
-fn open(cache: &CacheOptions) -> Result<Store, CliError> {
-    Ok(crate::runs::open_store(&cache.settings()?)?)
-}
-
 pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError> {
-    let store = open(cache)?;
+    let tiers = cache.open_to_manage()?;
+    let store = tiers.local();
     let text = match command {
         Command::Stats { json, zero } => {
             if zero {
                 store.zero_stats()?;
             }
-            let stats = store.stats()?;
+            let stats = tiers.stats()?;
             if json {
                 json_text(&stats)?
             } else {
@@ -127,7 +124,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
                 .map_err(CliError::input)?
                 .len();
             // Streamed from the file (into the local tier), never read whole.
-            mck_remote::tiered(store).put_file(&key, &file, &ingredients)?;
+            tiers.put_file(&key, &file, &ingredients)?;
             if json {
                 versioned(
                     "put",
@@ -146,7 +143,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             json,
         } => {
             let key = CacheKey::parse(&key)?;
-            let store = mck_remote::tiered(store);
+            let store = &tiers;
             // To a file: streamed and verified in one pass, never whole in memory.
             let found = match &out {
                 Some(path) => match store.get_to(&key, path, 0o644)? {

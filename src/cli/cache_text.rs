@@ -2,10 +2,12 @@
 //! prints the structs).
 
 use super::output::utc;
-use crate::store::{EntryState, EntrySummary, GcReport, RebuildReport, Stats};
+use crate::store::{EntryState, EntrySummary, GcReport, RebuildReport};
+use mck_remote::CacheStats;
 use std::fmt::Write as _;
 
-pub(super) fn stats_text(stats: &Stats) -> String {
+pub(super) fn stats_text(all: &CacheStats) -> String {
+    let (stats, remote) = (&all.local, &all.remote);
     let mut rows = vec![
         (
             "cache directory",
@@ -78,8 +80,8 @@ pub(super) fn stats_text(stats: &Stats) -> String {
             "remote",
             format!(
                 "{}{}",
-                stats.remote.as_deref().unwrap_or("none"),
-                if stats.remote_read_only {
+                remote.remote.as_deref().unwrap_or("none"),
+                if remote.remote_read_only {
                     " (read-only)"
                 } else {
                     ""
@@ -87,10 +89,10 @@ pub(super) fn stats_text(stats: &Stats) -> String {
             ),
         ),
     ]);
-    if stats.remote.is_some() {
+    if remote.remote.is_some() {
         rows.push((
             "remote values",
-            if stats.remote_authenticated {
+            if remote.remote_authenticated {
                 "authenticated (HMAC-SHA-256, --remote-secret-file)"
             } else {
                 "trusted (no --remote-secret-file: whoever can write to the remote is trusted)"
@@ -98,28 +100,28 @@ pub(super) fn stats_text(stats: &Stats) -> String {
             .to_owned(),
         ));
     }
-    if let Some(until) = stats.remote_down_until_ms {
+    if let Some(until) = remote.remote_down_until_ms {
         rows.push(("remote down until", utc(until)));
     }
     rows.extend([
         (
             "remote hits/misses",
-            format!("{} / {}", stats.remote_hits, stats.remote_misses),
+            format!("{} / {}", remote.remote_hits, remote.remote_misses),
         ),
-        ("remote writes", stats.remote_writes.to_string()),
+        ("remote writes", remote.remote_writes.to_string()),
         (
             "remote fallbacks",
             format!(
                 "{} ({} errors, {} skipped while down)",
-                stats.remote_fallbacks, stats.remote_errors, stats.remote_skipped
+                remote.remote_fallbacks, remote.remote_errors, remote.remote_skipped
             ),
         ),
-        ("remote corrupt", stats.remote_corrupt.to_string()),
+        ("remote corrupt", remote.remote_corrupt.to_string()),
         (
             "remote bad MAC",
             format!(
                 "{} (unauthenticated values refused)",
-                stats.remote_unauthenticated
+                remote.remote_unauthenticated
             ),
         ),
     ]);
@@ -167,21 +169,21 @@ pub(super) fn stats_text(stats: &Stats) -> String {
     for (label, value) in rows {
         let _ = writeln!(out, "{label:<19} {value}");
     }
-    if stats.remote.is_some() {
-        tiers_text(stats, &mut out);
+    if remote.remote.is_some() {
+        tiers_text(remote, &mut out);
     }
     out
 }
 
 /// The chain's rows: which tier leases, then one row per tier, fastest first.
-fn tiers_text(stats: &Stats, out: &mut String) {
-    let lease = match &stats.lease_tier {
+fn tiers_text(remote: &mck_remote::RemoteStats, out: &mut String) {
+    let lease = match &remote.lease_tier {
         Some(tier) => format!("{tier} (one compile per key across hosts)"),
         None => "none (no tier leases; s3 and gcs cannot: each host compiles a missing key itself)"
             .to_owned(),
     };
     let _ = writeln!(out, "{:<19} {lease}", "remote lease");
-    for (i, t) in stats.tiers.iter().enumerate() {
+    for (i, t) in remote.tiers.iter().enumerate() {
         let mut marks = String::new();
         if t.read_only {
             marks.push_str(" (read-only)");

@@ -86,8 +86,9 @@ pub enum Command {
 }
 
 pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError> {
-    let store = crate::runs::open_store(&cache.settings()?)?;
-    let registry = Registry::open(&store)?;
+    let tiers = cache.open_to_manage()?;
+    let store = tiers.local();
+    let registry = Registry::open(store)?;
     let text = match command {
         Command::List { json } => {
             let runs = registry.runs()?;

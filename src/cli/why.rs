@@ -73,9 +73,9 @@ fn canonical_text(record: &KeyRecord) -> Option<&str> {
 /// A saved report (JSON), a module to key now, or a stored key or address.
 fn side(path: &Path, args: &Args) -> Result<KeyRecord, CliError> {
     if !path.exists() {
-        let store = crate::store::Store::open(&args.cache.settings()?)?;
+        let tiers = args.cache.open_to_manage()?;
         let what = path.to_string_lossy();
-        return stored::record(&stored::require(&store, &what)?);
+        return stored::record(&stored::require(tiers.local(), &what)?);
     }
     let bytes = super::input::read_file(path)?;
     let hlo = args.canon.input_format.is_hlo(&bytes);

@@ -9,8 +9,9 @@ use crate::error::{CliError, Failure};
 use crate::settings::CacheOptions;
 use anyhow::anyhow;
 use mck_exec::ExecError;
+use mck_remote::Tiered;
 use mck_settings::{CacheErrors, FLAGS_VAR, Settings};
-use mck_store::{StoreError, Tiered};
+use mck_store::StoreError;
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt as _;
 use std::process::ExitCode;
@@ -56,7 +57,7 @@ pub fn open(cache: &CacheOptions) -> Result<CacheOpen, CliError> {
         }
     };
     let _ = POLICY.set(settings.cache_errors);
-    match mck_runs::open_tiered(&settings.store) {
+    match mck_runs::open_cache(&settings, mck_runs::Purpose::Compile) {
         Ok(Some(store)) => Ok(CacheOpen::Open(Box::new((settings, store)))),
         Ok(None) => Ok(CacheOpen::Off),
         Err(e) => bypassed(e.into()),

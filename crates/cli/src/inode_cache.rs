@@ -93,7 +93,7 @@ impl InodeCache {
 
     /// The inode cache of `store`'s local tier, unless `settings` turn it off.
     pub fn unless_off(
-        store: &mck_store::Tiered,
+        store: &mck_remote::Tiered,
         settings: &mck_settings::Settings,
     ) -> Option<InodeCache> {
         (!settings.no_inode_cache).then(|| InodeCache::in_cache(store.local().layout().base()))

@@ -104,6 +104,14 @@ impl CacheOptions {
         Ok(self.resolved()?.settings.store)
     }
 
+    /// The cache these settings describe, opened to inspect or manage it (even with caching
+    /// off), the one way every caller opens it (`mck_runs::open_cache`).
+    pub fn open_to_manage(&self) -> Result<mck_remote::Tiered, CliError> {
+        let settings = self.resolved()?.settings;
+        let opened = mck_runs::open_cache(&settings, mck_runs::Purpose::Manage)?;
+        Ok(opened.expect("a cache opened to manage it is always opened"))
+    }
+
     /// Every setting (the store's and the commands' own), with the source of each.
     pub fn resolved(&self) -> Result<Resolved, CliError> {
         Ok(Settings::resolve_env(&self.overrides()?)?)

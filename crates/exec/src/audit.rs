@@ -11,7 +11,8 @@ use crate::compiler::{self, Outcome};
 use crate::error::ExecError;
 use crate::fingerprint::Fingerprint;
 use crate::request::ExecRequest;
-use mck_store::{AuditOutcome, CacheKey, Tiered};
+use mck_remote::Tiered;
+use mck_store::{AuditOutcome, CacheKey};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 

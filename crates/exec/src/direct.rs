@@ -10,7 +10,8 @@ use crate::request::{AtAddress, ExecRequest};
 use crate::run::{Finished, OUTPUT_MODE, finish, replay};
 use crate::site::Site;
 use mck_key::{KeyRecord, Readable};
-use mck_store::{CacheKey, Lookup, Served, Streamed, Tiered};
+use mck_remote::{Served, Tiered};
+use mck_store::{CacheKey, Lookup, Streamed};
 use serde::{Deserialize, Serialize};
 
 /// A manifest's artefact.

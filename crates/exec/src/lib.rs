@@ -6,7 +6,7 @@
 //!   the compiler's binary digest, its arguments with the input/output paths as placeholders,
 //!   and the compiler-relevant environment;
 //! - [`run`]: replay a hit or a remembered failure, or compile once per key across processes
-//!   ([`mck_store::Tiered::compile_once`]) and store the result; at an address, compare
+//!   ([`mck_remote::Tiered::compile_once`]) and store the result; at an address, compare
 //!   fingerprints and record the run ([`AtAddress`]);
 //! - [`direct_key`], [`run_direct`], [`remember_direct`]: direct mode, a manifest from the raw
 //!   input to the canonical key, so a hit on unchanged bytes needs no parse;

@@ -8,7 +8,8 @@ use crate::explain::explain_miss;
 use crate::request::{AtAddress, ExecRequest};
 use crate::site::{ConflictReport, Site};
 use mck_key::{CanonicalSource, KeyRecord, Readable};
-use mck_store::{CacheKey, Compiled, Digest, Served, Streamed, Tiered};
+use mck_remote::{Compiled, Served, Tiered};
+use mck_store::{CacheKey, Digest, Streamed};
 use std::io::Write as _;
 
 /// File mode of a compiler output restored from the cache (before the umask).

@@ -3,8 +3,8 @@
 
 use mck_exec::{AtAddress, ExecRequest, Finished, exec_key, run};
 use mck_key::Computation;
+use mck_remote::{Compiled, Served, Tiered};
 use mck_runs::Address;
-use mck_store::{Compiled, Served, Settings, Tiered};
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -29,11 +29,9 @@ impl Setup {
         )
         .unwrap();
         std::fs::set_permissions(&cc, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let settings = Settings {
-            cache_dir: dir.path().join("cache"),
-            ..Settings::default()
-        };
-        let store = mck_runs::open_tiered(&settings)
+        let mut settings = mck_settings::Settings::default();
+        settings.store.cache_dir = dir.path().join("cache");
+        let store = mck_runs::open_cache(&settings, mck_runs::Purpose::Compile)
             .unwrap()
             .expect("caching is on");
         Setup { dir, store }

@@ -16,7 +16,8 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mck_store::{CacheKey, Lookup, Settings, Store, Tiered};
+use mck_remote::Tiered;
+use mck_store::{CacheKey, Lookup, Settings, Store};
 
 /// The value's size: `REMOTE_HIT_BYTES`, else 16 MiB.
 fn value_bytes() -> usize {
@@ -73,17 +74,20 @@ fn start_server() -> Result<(String, Option<Server>), String> {
 
 /// A cache at `dir` with the chain `url` (tiers separated by spaces, fastest first).
 fn tiered_at(dir: &std::path::Path, url: &str, fsync: bool) -> Result<Tiered, String> {
-    let mut settings = Settings {
+    let settings = Settings {
         cache_dir: dir.to_owned(),
         fsync,
         ..Settings::default()
     };
-    settings.remote.tiers = url
-        .split_whitespace()
-        .map(|u| mck_remote::parse_tier(u).map_err(|e| e.to_string()))
-        .collect::<Result<_, _>>()?;
+    let remote = mck_remote::RemoteSettings {
+        tiers: url
+            .split_whitespace()
+            .map(|u| mck_remote::parse_tier(u).map_err(|e| e.to_string()))
+            .collect::<Result<_, _>>()?,
+        ..Default::default()
+    };
     let store = Store::open(&settings).map_err(|e| e.to_string())?;
-    Ok(mck_remote::tiered(store))
+    Ok(Tiered::open(store, &remote))
 }
 
 /// A value of [`value_bytes`] stored under a key named `name` through a writer cache on `url`.
@@ -335,7 +339,7 @@ fn measure(url: &str, rounds: usize, variants: &[Variant]) -> Result<(), String>
 }
 
 /// One plain read of `key`'s value through the tier's own client.
-fn tier_read(remote: &mck_store::remote::Remote, key: &CacheKey) -> Result<usize, String> {
+fn tier_read(remote: &mck_remote::Remote, key: &CacheKey) -> Result<usize, String> {
     Ok(remote
         .get(key.digest())
         .map_err(|e| e.to_string())?

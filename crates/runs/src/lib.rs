@@ -23,7 +23,7 @@ mod state;
 
 pub use address::{Address, AddressError, AddressPattern};
 pub use error::{Result, RunsError};
-pub use open::{open_store, open_tiered, with_pins};
+pub use open::{Purpose, open_cache, with_pins};
 pub use pins::RunPins;
 pub use registry::{
     AddressClaim, AddressEntry, LineError, Registry, RunEntry, RunSummary, RunningEntry,

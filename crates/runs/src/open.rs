@@ -1,34 +1,46 @@
-//! Opening the cache with its run records: the registry is created (or repaired) beside the
-//! index, and eviction learns what run records pin. Every caller that may evict (exec, `cache
-//! gc`, the Python extension) opens its store here.
+//! The one way to open the cache: from [`Settings`], this host's store with the run records'
+//! pins (the registry is created or repaired first, and eviction spares what run records
+//! reference) and the chain of remote tiers behind it (`mck_remote::Tiered`). The command line,
+//! exec/wrap and the Python extension all open here.
 
 use std::sync::Arc;
 
-use mck_store::{Settings, Store, Tiered};
+use mck_remote::Tiered;
+use mck_settings::Settings;
+use mck_store::Store;
 use tracing::warn;
 
 use crate::error::Result;
 use crate::pins::RunPins;
 use crate::registry::Registry;
 
-/// `store` with [`RunPins`]; its registry is opened (created, repaired) first. A registry that
-/// cannot be used blocks addressed work only (eviction then waits): a warning, not an error.
+/// What the cache is opened for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    /// A compile (`exec`, `wrap`, the Python package): nothing when caching is off
+    /// (`--no_cache`, which turns the remote tiers off too).
+    Compile,
+    /// Inspecting or managing it (`cache …`, `runs …`, `why`): opened even when caching is off.
+    Manage,
+}
+
+/// The cache `settings` describe (see the module doc); `None` only for [`Purpose::Compile`]
+/// with caching off. A registry that cannot be used blocks addressed work only (eviction then
+/// waits): a warning, not an error. The read-only setting (or a cache directory that is not
+/// writable) opens the store read-only.
+pub fn open_cache(settings: &Settings, purpose: Purpose) -> Result<Option<Tiered>> {
+    if purpose == Purpose::Compile && !settings.store.enabled {
+        return Ok(None);
+    }
+    let store = with_pins(Store::open(&settings.store)?);
+    Ok(Some(Tiered::open(store, &settings.remote)))
+}
+
+/// `store` with [`RunPins`]; its registry is opened (created, repaired) first.
 pub fn with_pins(store: Store) -> Store {
     if let Err(e) = Registry::open(&store) {
         warn!("{e}; addresses and run records are unavailable, unaddressed work goes on");
     }
     let pins = Arc::new(RunPins::new(store.layout()));
     store.with_pins(pins)
-}
-
-/// [`Store::open`] with the run records' pins.
-pub fn open_store(settings: &Settings) -> Result<Store> {
-    Ok(with_pins(Store::open(settings)?))
-}
-
-/// The store of `settings` with the run records' pins and its remote tier behind it
-/// (`mck_remote::tiered`); `None` when caching is off (`--no_cache`, which turns the remote off
-/// too). The one opener of a tiered cache for a compile.
-pub fn open_tiered(settings: &Settings) -> Result<Option<Tiered>> {
-    Ok(Store::open_configured(settings)?.map(|store| mck_remote::tiered(with_pins(store))))
 }

@@ -106,3 +106,19 @@ fn a_store_opened_without_pins_keeps_a_cache_that_has_run_records() {
     assert_eq!(bare.gc().unwrap().eviction.evicted, 0);
     assert!((0..10).all(|i| present(&bare, &key(i))));
 }
+
+/// The one opener: a compile with caching off (`--no_cache`) opens nothing and creates
+/// nothing; managing the cache opens it anyway.
+#[test]
+fn no_cache_opens_nothing_for_a_compile() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = mck_settings::Settings::default();
+    s.store.cache_dir = dir.path().join("c");
+    s.store.enabled = false;
+    let opened = mck_runs::open_cache(&s, mck_runs::Purpose::Compile).unwrap();
+    assert!(opened.is_none());
+    assert!(!dir.path().join("c").exists());
+    let managed = mck_runs::open_cache(&s, mck_runs::Purpose::Manage).unwrap();
+    assert!(managed.is_some());
+    assert!(dir.path().join("c").exists());
+}

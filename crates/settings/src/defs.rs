@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mck_store::remote::{RemoteTier, Secret};
+use mck_remote::{RemoteTier, Secret};
 
 use super::values::{
     parse_cache_errors, parse_dir_mode, parse_log_level, parse_rate, parse_seconds, parse_size,
@@ -315,19 +315,19 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "remote",
-        kind: Kind::Remotes(|s| &mut s.store.remote.tiers),
+        kind: Kind::Remotes(|s| &mut s.remote.tiers),
         default: "none",
         doc: "A remote tier shared by hosts: redis://HOST:PORT/DB[/PREFIX] (or s3://, gcs:// in builds with those features); given more than once (or [URL, URL] in the configuration file), a chain, fastest first; ?read_only=1 makes one tier read-only.",
-        show: |s| show_chain(&s.store.remote.tiers),
+        show: |s| show_chain(&s.remote.tiers),
         in_config_file: true,
         command_line: CommandLine::ParsedLater,
     },
     Setting {
         name: "remote_read_only",
-        kind: Kind::Switch(|s, on| s.store.remote.read_only = on),
+        kind: Kind::Switch(|s, on| s.remote.read_only = on),
         default: "false",
         doc: "Read the remote tier, never write to it.",
-        show: |s| Some(s.store.remote.read_only.to_string()),
+        show: |s| Some(s.remote.read_only.to_string()),
         in_config_file: true,
         command_line: CommandLine::Option,
     },
@@ -335,11 +335,11 @@ pub static SETTINGS: &[Setting] = &[
         name: "remote_timeout",
         kind: Kind::Seconds {
             zero_ok: false,
-            set: |s, timeout| s.store.remote.timeout = timeout,
+            set: |s, timeout| s.remote.timeout = timeout,
         },
         default: "2",
         doc: "Bound on one remote operation (decimals allowed).",
-        show: |s| seconds(s.store.remote.timeout),
+        show: |s| seconds(s.remote.timeout),
         in_config_file: true,
         command_line: CommandLine::Option,
     },
@@ -347,11 +347,11 @@ pub static SETTINGS: &[Setting] = &[
         name: "remote_retry_after",
         kind: Kind::Seconds {
             zero_ok: true,
-            set: |s, pause| s.store.remote.retry_after = pause,
+            set: |s, pause| s.remote.retry_after = pause,
         },
         default: "30",
         doc: "After a remote failure, use the local cache only this long.",
-        show: |s| seconds(s.store.remote.retry_after),
+        show: |s| seconds(s.remote.retry_after),
         in_config_file: true,
         command_line: CommandLine::Absent,
     },
@@ -359,20 +359,20 @@ pub static SETTINGS: &[Setting] = &[
         name: "remote_lease",
         kind: Kind::Seconds {
             zero_ok: false,
-            set: |s, lease| s.store.remote.lease = lease,
+            set: |s, lease| s.remote.lease = lease,
         },
         default: "30",
         doc: "Expiry of a compile lease, renewed while compiling.",
-        show: |s| seconds(s.store.remote.lease),
+        show: |s| seconds(s.remote.lease),
         in_config_file: true,
         command_line: CommandLine::Absent,
     },
     Setting {
         name: "remote_secret_file",
-        kind: Kind::SecretFile(|s, secret| s.store.remote.secret = Some(secret)),
+        kind: Kind::SecretFile(|s, secret| s.remote.secret = Some(secret)),
         default: "none",
         doc: "A file holding the shared secret that authenticates every remote value (never the secret itself on a command line).",
-        show: |s| Some(s.store.remote.secret.as_ref()?.path().display().to_string()),
+        show: |s| Some(s.remote.secret.as_ref()?.path().display().to_string()),
         in_config_file: true,
         command_line: CommandLine::ParsedLater,
     },

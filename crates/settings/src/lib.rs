@@ -33,6 +33,8 @@ pub const FLAGS_VAR: &str = "MLIR_CACHE_KEY_FLAGS";
 pub struct Settings {
     /// What the store is opened with.
     pub store: mck_store::Settings,
+    /// The chain of remote tiers behind it (`mck-remote`).
+    pub remote: mck_remote::RemoteSettings,
     /// `exec` goes through the canonical key only: no manifest from the input's raw bytes.
     pub no_direct: bool,
     /// Direct mode hashes every input: no digest remembered in the inode cache.

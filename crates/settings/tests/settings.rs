@@ -66,7 +66,7 @@ fn dashes_and_underscores_are_the_same_flag() {
     )
     .unwrap();
     assert_eq!(dashes, underscores);
-    assert_eq!(dashes.store.remote.timeout, Duration::from_millis(500));
+    assert_eq!(dashes.remote.timeout, Duration::from_millis(500));
     assert_eq!(dashes.store.cache_dir, PathBuf::from("/tmp/c"));
     // An error names the flag as it was written.
     let e = env("--remote-timeout=0").unwrap_err().to_string();
@@ -115,23 +115,18 @@ fn remote_flags() {
     )
     .unwrap();
     assert_eq!(chain(&s), ["redis://127.0.0.1:7000/2"]);
-    assert!(s.store.remote.read_only);
-    assert_eq!(s.store.remote.timeout, Duration::from_millis(500));
-    assert_eq!(s.store.remote.retry_after, Duration::ZERO);
-    assert_eq!(s.store.remote.lease, Duration::from_secs(10));
+    assert!(s.remote.read_only);
+    assert_eq!(s.remote.timeout, Duration::from_millis(500));
+    assert_eq!(s.remote.retry_after, Duration::ZERO);
+    assert_eq!(s.remote.lease, Duration::from_secs(10));
     let d = Settings::from_flags_and(None, &Layer::default()).unwrap();
-    assert!(d.store.remote.tiers.is_empty());
-    assert_eq!(d.store.remote.timeout, Duration::from_secs(2));
+    assert!(d.remote.tiers.is_empty());
+    assert_eq!(d.remote.timeout, Duration::from_secs(2));
 }
 
 /// The chain in force, each tier as the configuration file writes it.
 fn chain(s: &Settings) -> Vec<String> {
-    s.store
-        .remote
-        .tiers
-        .iter()
-        .map(ToString::to_string)
-        .collect()
+    s.remote.tiers.iter().map(ToString::to_string).collect()
 }
 
 #[test]
@@ -139,8 +134,8 @@ fn a_repeated_remote_is_a_chain_and_a_higher_source_replaces_it() {
     let two = "--remote=redis://a:1/0 --remote redis://b:2/0?read_only=1";
     let s = env(two).unwrap();
     assert_eq!(chain(&s), ["redis://a:1/0", "redis://b:2/0?read_only=1"]);
-    assert!(!s.store.remote.tiers[0].read_only);
-    assert!(s.store.remote.tiers[1].read_only);
+    assert!(!s.remote.tiers[0].read_only);
+    assert!(s.remote.tiers[1].read_only);
     let listed = env("--remote=[redis://a:1/0,redis://b:2/0?read_only=1]").unwrap();
     assert_eq!(listed, s, "a list in one value is the same chain");
     let cli = Layer::parse_flags("command line", "--remote=redis://c:3/0").unwrap();

@@ -91,17 +91,10 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     /// Opens (creating if needed) the cache described by `settings`, with the system clock.
-    /// Opens even when `settings.enabled` is false; see [`Store::open_configured`].
+    /// Opens even when `settings.enabled` is false: whether to use a disabled cache is the
+    /// caller's choice (`mck_runs::open_cache`).
     pub fn open(settings: &Settings) -> Result<Store> {
         Store::open_with_clock(settings, Arc::new(SystemClock))
-    }
-
-    /// `None` when the settings disable the cache (`--no_cache`), else [`Store::open`].
-    pub fn open_configured(settings: &Settings) -> Result<Option<Store>> {
-        if !settings.enabled {
-            return Ok(None);
-        }
-        Store::open(settings).map(Some)
     }
 
     /// Opens with an injected clock (tests move time instead of sleeping).
@@ -138,7 +131,7 @@ impl Store {
         self.pins.as_deref()
     }
 
-    pub(super) fn clock(&self) -> &Arc<dyn Clock> {
+    pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
 
@@ -346,7 +339,7 @@ impl Store {
 
     /// Publishes an encoded entry (`parts` concatenated), records it in the index, evicts if
     /// the cache is now above its cap.
-    pub(super) fn publish_parts(
+    pub fn publish_parts(
         &self,
         key: &CacheKey,
         meta: &EntryMeta,
@@ -359,7 +352,7 @@ impl Store {
     /// As [`Store::publish_parts`] for a copy of a remote entry (a back-fill): never synced.
     /// Every read verifies an entry, so a copy a crash tore is quarantined as a miss and fetched
     /// again; what it saves is an fsync of the whole artefact on every remote hit.
-    pub(super) fn publish_copy(
+    pub fn publish_copy(
         &self,
         key: &CacheKey,
         meta: &EntryMeta,

@@ -78,20 +78,6 @@ pub enum Counter {
     Corrupt,
     Puts,
     BytesWritten,
-    /// Remote tier: verified entries used (and back-filled locally).
-    RemoteHits,
-    /// Remote tier: the remote had no usable entry.
-    RemoteMisses,
-    /// Remote tier: entries written.
-    RemoteWrites,
-    /// Remote tier: operations that failed or timed out (each fell back to local).
-    RemoteErrors,
-    /// Remote tier: operations skipped while the remote was marked down (local fallback).
-    RemoteSkipped,
-    /// Remote tier: values that failed verification (never used).
-    RemoteCorrupt,
-    /// Remote tier: values without a valid HMAC tag while a secret is configured (never used).
-    RemoteUnauthenticated,
     /// Hits served through a direct-mode manifest (no parse).
     DirectHits,
     /// Direct-mode manifests read (kept out of `hits`, which count results).
@@ -108,13 +94,6 @@ impl Counter {
             Counter::Corrupt => "corrupt",
             Counter::Puts => "puts",
             Counter::BytesWritten => "bytes_written",
-            Counter::RemoteHits => "remote_hits",
-            Counter::RemoteMisses => "remote_misses",
-            Counter::RemoteWrites => "remote_writes",
-            Counter::RemoteErrors => "remote_errors",
-            Counter::RemoteSkipped => "remote_skipped",
-            Counter::RemoteCorrupt => "remote_corrupt",
-            Counter::RemoteUnauthenticated => "remote_unauthenticated",
             Counter::DirectHits => "direct_hits",
             Counter::ManifestReads => "manifest_reads",
         }
@@ -490,11 +469,6 @@ impl Index {
         let c = self.stored_counters()?;
         let get = |k: &str| c.get(k).copied().unwrap_or(0).max(0) as u64;
         Ok((get("entry_count"), get("total_bytes")))
-    }
-
-    /// Adds `by` to one event counter.
-    pub fn add(&mut self, counter: Counter, by: i64) -> rusqlite::Result<()> {
-        bump(&self.conn, counter, by)
     }
 
     /// Counts one hit of `counter` that names no entry (through the use log, no fsync).

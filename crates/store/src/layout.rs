@@ -14,7 +14,7 @@
 //!     counters.sqlite         the event counters (durable: they outlive an index rebuild)
 //!     uses.log                hits not yet folded into the index and counters (uses.rs)
 //!     registry.sqlite         addresses and run records (durable: not rebuildable)
-//!     remote-down.json        "the remote tier is down until T" (remote/breaker.rs), if it is
+//!     *-down.json             state files of the layers above the store (Layout::state_dir)
 //! ```
 //!
 //! Only a validated [`Digest`] builds an entry or lock path.
@@ -114,9 +114,9 @@ impl Layout {
             legacy_snapshot: self.root.join(super::events::LEGACY_STATS_FILE),
         }
     }
-    /// Where the remote tiers' circuit breakers record "down until T" (a file per tier,
-    /// `remote::state_file_name`).
-    pub fn remote_state_dir(&self) -> &Path {
+    /// Where layers above the store keep small state files of their own, one per name (the
+    /// versioned directory, beside the index).
+    pub fn state_dir(&self) -> &Path {
         &self.base
     }
     /// Addresses and run records.

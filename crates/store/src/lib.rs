@@ -1,7 +1,8 @@
 //! The persistent compilation cache: compiled artefacts and remembered failures, content-addressed
 //! by a cache key (`<name>-<64 hex>`, computed by `mck-key` or anyone else), on disk, with a size
 //! cap, LRU eviction under a TTL, verified reads, atomic writes, a per-key compile lock for
-//! concurrent processes, a shared remote tier, and management operations. No MLIR needed.
+//! concurrent processes, and management operations. No MLIR needed. This host's cache only:
+//! what shares it across hosts (the chain of tiers, with this store first) is `mck-remote`'s.
 //! Addresses and run records live in `mck-runs`, which tells eviction what they pin ([`Pins`]).
 //!
 //! Files, each with one job:
@@ -19,23 +20,13 @@
 //!   entries a hit audit caught (kept, never served) and the audit counters;
 //! - `clock`: injectable time; `fsutil`: no-follow opens and ownership checks;
 //! - `sqlite`: busy and corruption handling shared by every SQLite file of the cache;
-//! - `tiered`: the local store with the remote tier behind it (`remote/`: the [`remote::Tier`]
-//!   contract, its seal and breaker, and `receive`: a value verified as its parts arrive; the
-//!   services themselves are in `mck-remote`); `backfill`: a remote hit's copies, written
-//!   beside the caller;
-//!   `compile`: the one compile-once API on it; `stream`: a hit streamed to a file;
-//!   `stream_put`: a file stored without reading it whole;
+//! - `stream`: a hit streamed to a file; `stream_put`: a file stored without reading it whole;
 //! - `prefetch_list`: the keys each run of a program used, in order (what a warm start
 //!   prefetches), and the prefetch counters.
-//!
-//! A compile wrapper calls [`Tiered::compile_once`]: look up; on a miss claim the key (local
-//! lock, remote lease); look up again; compile; store the result or the failure; release.
 
 mod atomic;
-mod backfill;
 mod cache;
 mod clock;
-mod compile;
 mod entry;
 mod entry_file;
 mod error;
@@ -52,21 +43,20 @@ mod prefetch_list;
 mod quarantine;
 mod read;
 mod rebuild;
-pub mod remote;
 mod settings;
 pub mod sqlite;
 mod stream;
 mod stream_put;
 mod suspect;
-mod tiered;
 mod transfer;
 mod uses;
 
 pub use atomic::{OUTPUT_TMP_PREFIX, write_file, write_hit_output};
 pub use cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
-pub use compile::{Compiled, Served};
-pub use entry::{EntryMeta, EntryState, Failure, UnknownEntryState};
+pub use entry::{
+    DecodeError, EntryMeta, EntryState, Failure, UnknownEntryState, decode_digested, encode_prefix,
+};
 pub use error::{Result, StoreError};
 pub use events::COUNTERS_FILE;
 pub use evict::EvictReport;
@@ -88,10 +78,9 @@ pub use settings::{
 };
 pub use stream::Streamed;
 pub use suspect::{AUDITS_RUN, AuditCounts, AuditOutcome, MAX_SUSPECT_REASON_LEN, Suspect};
-pub use tiered::{Claim, CompileClaim, Tiered};
 pub use transfer::{StageError, StagedEntry};
 
 /// The entry file format, for tests and tools that inspect entries.
 pub mod format {
-    pub use super::entry::{FORMAT_VERSION, HEADER_LEN, MAGIC};
+    pub use super::entry::{FORMAT_VERSION, HEADER_LEN, MAGIC, MAX_METADATA_LEN};
 }

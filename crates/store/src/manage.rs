@@ -21,7 +21,6 @@ use super::key::Digest;
 use super::lock;
 use super::prefetch_list::PrefetchCounters;
 use super::rebuild::{self, Depth, RebuildReport};
-use super::remote::{TierStats, marked_down_until, state_file_name};
 use super::suspect::AuditCounts;
 
 /// A temporary file untouched for this long belongs to a dead writer.
@@ -60,32 +59,10 @@ pub struct Stats {
     pub puts: u64,
     pub bytes_written: u64,
     pub quarantined_files: u64,
-    /// The remote tiers (passwords redacted, comma-separated, fastest first), if any.
-    pub remote: Option<String>,
-    pub remote_read_only: bool,
-    /// Until when an earlier failure marked a remote tier down (the first such tier's mark).
-    pub remote_down_until_ms: Option<UnixMillis>,
-    pub remote_hits: u64,
-    pub remote_misses: u64,
-    pub remote_writes: u64,
-    /// Operations that fell back to the local cache: `remote_errors + remote_skipped`.
-    pub remote_fallbacks: u64,
-    pub remote_errors: u64,
-    pub remote_skipped: u64,
-    pub remote_corrupt: u64,
-    /// Whether remote values are authenticated with a shared secret.
-    pub remote_authenticated: bool,
-    /// Values refused for a missing or wrong HMAC tag (with a secret).
-    pub remote_unauthenticated: u64,
     /// Hit audits (`--verify-hits`) and what they found.
     pub audits: AuditCounts,
     /// Executables loaded ahead of a warm start, and whether the program used them.
     pub prefetch: PrefetchCounters,
-    /// One row per remote tier, fastest first (the `remote_*` totals add them up).
-    pub tiers: Vec<TierStats>,
-    /// The tier whose lease makes one compile per key across hosts (the first that leases:
-    /// Redis); `None`: no tier leases, each host compiles a missing key itself.
-    pub lease_tier: Option<String>,
 }
 
 /// One entry as listed.
@@ -144,22 +121,9 @@ impl Store {
 
     /// Sizes and counters.
     pub fn stats(&self) -> Result<Stats> {
-        let c = self.with_index("read counters", |ix| ix.counters())?;
+        let c = self.counters()?;
         let get = |k: &str| c.get(k).copied().unwrap_or(0).max(0) as u64;
         let quarantined_files = count_files(self.layout().quarantine_dir())?;
-        let tiers = self.tier_stats(&c);
-        let remote = (!tiers.is_empty()).then(|| {
-            let urls: Vec<&str> = tiers.iter().map(|t| t.url.as_str()).collect();
-            urls.join(", ")
-        });
-        let remote_down_until_ms = tiers.iter().find_map(|t| t.down_until_ms);
-        let lease_tier = self
-            .settings()
-            .remote
-            .tiers
-            .iter()
-            .find(|t| t.url.leases())
-            .map(|t| t.url.to_string());
         let zeroed_ms = self.with_index("read counters", |ix| ix.zeroed_ms())?;
         let (hits, misses) = (get("hits"), get("misses"));
         let miss_reasons = c
@@ -190,43 +154,9 @@ impl Store {
             puts: get("puts"),
             bytes_written: get("bytes_written"),
             quarantined_files,
-            remote,
-            remote_read_only: self.settings().remote.read_only,
-            remote_down_until_ms,
-            remote_hits: get("remote_hits"),
-            remote_misses: get("remote_misses"),
-            remote_writes: get("remote_writes"),
-            remote_fallbacks: get("remote_errors") + get("remote_skipped"),
-            remote_errors: get("remote_errors"),
-            remote_skipped: get("remote_skipped"),
-            remote_corrupt: get("remote_corrupt"),
-            remote_authenticated: self.settings().remote.secret.is_some(),
-            remote_unauthenticated: get("remote_unauthenticated"),
             audits: AuditCounts::from_counters(get),
             prefetch: PrefetchCounters::from_counters(get),
-            tiers,
-            lease_tier,
         })
-    }
-
-    /// One row per tier of the chain, fastest first.
-    fn tier_stats(&self, counters: &BTreeMap<String, i64>) -> Vec<TierStats> {
-        let remote = &self.settings().remote;
-        let now = self.now();
-        remote
-            .tiers
-            .iter()
-            .map(|tier| {
-                let url = tier.url.to_string();
-                let mark = self.layout().remote_state_dir().join(state_file_name(&url));
-                let down_until_ms = marked_down_until(&mark, &url, now);
-                let read_only = remote.read_only || tier.read_only;
-                TierStats {
-                    down_until_ms,
-                    ..TierStats::from_counters(url, read_only, counters)
-                }
-            })
-            .collect()
     }
 
     /// Entries from the index, filtered and sorted (`filter.limit` bounds the work).
@@ -450,7 +380,21 @@ impl Store {
         self.index_best_effort("count a miss reason", |ix| ix.add_named(&counter, 1));
     }
 
-    /// Sets every event counter (hits, misses, reasons, evictions, remote counters…) to zero;
+    /// Every event counter by name, as the index holds it (layers above the store read their
+    /// own counters here).
+    pub fn counters(&self) -> Result<BTreeMap<String, i64>> {
+        self.with_index("read counters", |ix| ix.counters())
+    }
+
+    /// Adds `by` to the event counter `name`, for a layer above the store that keeps counters
+    /// of its own beside the store's (best effort: a counter is never worth failing a lookup).
+    pub fn count_named(&self, name: &str, by: u64) {
+        let by = i64::try_from(by).unwrap_or(i64::MAX);
+        self.index_best_effort("count an event", |ix| ix.add_named(name, by));
+    }
+
+    /// Sets every event counter (hits, misses, reasons, evictions, and the counters of the
+    /// layers above) to zero;
     /// sizes stay (ccache's `--zero-stats`).
     pub fn zero_stats(&self) -> Result<()> {
         let now = self.now();

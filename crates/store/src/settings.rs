@@ -7,8 +7,6 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::remote::RemoteSettings;
-
 /// The cache directory of a store opened with no directory chosen. The command line and the
 /// Python package never use it: `mck-settings` picks a per-user directory
 /// (`$XDG_CACHE_HOME/mlir-cache-key`, else `~/.cache/mlir-cache-key`).
@@ -43,8 +41,6 @@ pub struct Settings {
     /// fsync artefacts and directories when publishing (power-loss safety). Not a setting: only
     /// benchmarks turn it off. A killed process never needs it: rename is atomic regardless.
     pub fsync: bool,
-    /// The shared remote tier, if any.
-    pub remote: RemoteSettings,
 }
 
 fn serialize_days<S: serde::Serializer>(ttl: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -62,7 +58,6 @@ impl Default for Settings {
             dir_mode: DEFAULT_DIR_MODE,
             read_only: false,
             fsync: true,
-            remote: RemoteSettings::default(),
         }
     }
 }

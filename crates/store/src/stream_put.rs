@@ -13,7 +13,6 @@ use super::cache::{PutOutcome, Store};
 use super::entry::{self, EntryMeta, EntryState};
 use super::error::{Result, StoreError};
 use super::key::CacheKey;
-use super::tiered::Tiered;
 
 const CHUNK: usize = 1 << 20;
 
@@ -71,17 +70,5 @@ impl Store {
         }
         let size = prefix.len() as u64 + len;
         self.publish_file(key, &meta, size, tmp, now)
-    }
-}
-
-impl Tiered {
-    /// As [`Tiered::put`] from a file: streamed into the local tier; a remote tier, which
-    /// takes whole values, gets the bytes read once more.
-    pub fn put_file(&self, key: &CacheKey, src: &Path, ingredients: &Value) -> Result<PutOutcome> {
-        if self.remotes().is_empty() {
-            return self.local().put_file(key, src, ingredients);
-        }
-        let bytes = std::fs::read(src).map_err(|e| StoreError::io("read", src, e))?;
-        self.put(key, &bytes, ingredients)
     }
 }

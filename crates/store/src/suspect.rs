@@ -150,7 +150,7 @@ impl Store {
 
     /// The marker condemning the entry described by `meta`, if one does. A marker that cannot
     /// be read condemns nothing (logged): serving is what the cache did before it.
-    pub(super) fn suspect_of(&self, meta: &EntryMeta) -> Option<Suspect> {
+    pub fn suspect_of(&self, meta: &EntryMeta) -> Option<Suspect> {
         let digest = Digest::parse(&meta.digest).ok()?;
         let path = self.layout().suspect_path(&digest);
         let marker = read_marker(&path)?;

@@ -795,16 +795,6 @@ fn gc_sweeps_stale_temp_files_and_unheld_locks() {
 }
 
 #[test]
-fn no_cache_setting_opens_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut s = common::settings(&dir.path().join("c"));
-    s.enabled = false;
-    assert!(Store::open_configured(&s).unwrap().is_none());
-    assert!(!dir.path().join("c").exists());
-    // `--no_cache` in MLIR_CACHE_KEY_FLAGS clears `enabled`: mck-settings' tests.
-}
-
-#[test]
 fn full_disk_is_an_error_naming_the_path_and_leaves_nothing() {
     // A real full filesystem: a 256 KiB tmpfs. Needs root and mount(2); skipped elsewhere.
     let dir = tempfile::tempdir().unwrap();
@@ -904,60 +894,4 @@ fn a_runaway_stderr_keeps_its_tail() {
 fn the_store_is_shareable_across_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Store>();
-    assert_send_sync::<mck_store::Tiered>();
-}
-
-#[test]
-fn compile_once_compiles_once_then_replays() {
-    use mck_store::{Compiled, Served, StoreError};
-    let dir = tempfile::tempdir().unwrap();
-    let c = clock();
-    let store = mck_remote::tiered(open_at(dir.path(), &c, |_| {}));
-    let t = Duration::from_secs(5);
-    let k = key("jit_goc", "goc");
-    let mut calls = 0;
-    let first = store
-        .compile_once(&k, &json!({}), t, || -> Result<_, StoreError> {
-            calls += 1;
-            Ok(Compiled::Success(b"out".to_vec()))
-        })
-        .unwrap();
-    assert_eq!(first, Served::Fresh(Compiled::Success(b"out".to_vec())));
-    assert_eq!(first.state(), Some(EntryState::Ok));
-    let second = store
-        .compile_once(&k, &json!({}), t, || -> Result<Compiled, StoreError> {
-            panic!("must not compile again")
-        })
-        .unwrap();
-    assert!(matches!(second, Served::Cached(a) if a.bytes[..] == b"out"[..]));
-    assert_eq!(calls, 1);
-
-    let bad = key("jit_goc_bad", "goc_bad");
-    let f = Failure {
-        exit_status: Some(2),
-        stderr: "nope".into(),
-    };
-    let r = store
-        .compile_once(&bad, &json!({}), t, || -> Result<_, StoreError> {
-            Ok(Compiled::Failed(f.clone()))
-        })
-        .unwrap();
-    assert_eq!(r, Served::Fresh(Compiled::Failed(f.clone())));
-    let r = store
-        .compile_once(&bad, &json!({}), t, || -> Result<Compiled, StoreError> {
-            panic!("the failure is remembered")
-        })
-        .unwrap();
-    assert!(matches!(&r, Served::CachedFailure(cf) if cf.failure == f));
-    assert_eq!(r.state(), Some(EntryState::Failed));
-
-    // An abandoned compile (a killed compiler) is neither stored nor remembered.
-    let killed = key("jit_goc_killed", "goc_killed");
-    let r = store
-        .compile_once(&killed, &json!({}), t, || -> Result<_, StoreError> {
-            Ok(Compiled::Abandoned("killed".into()))
-        })
-        .unwrap();
-    assert_eq!(r.state(), None);
-    assert_eq!(store.get(&killed).unwrap(), Lookup::Miss);
 }

@@ -18,8 +18,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{files_under, key, payload};
+use mck_remote::{Compiled, Served};
 use mck_settings::{Layer, Settings};
-use mck_store::{CacheKey, CompileLock, Compiled, Failure, Lookup, ManualClock, Served, Store};
+use mck_store::{CacheKey, CompileLock, Failure, Lookup, ManualClock, Store};
 use rand::Rng;
 use serde_json::json;
 use sha2::{Digest as _, Sha256};
@@ -197,7 +198,7 @@ fn compile_once() -> Result<(), String> {
         Ok(compile_payload(&k))
     };
     if env("STORE_TEST_API")? == "compile_once" {
-        let tiered = mck_remote::tiered(store);
+        let tiered = mck_remote::Tiered::local_only(store);
         let got = tiered
             .compile_once(
                 &k,

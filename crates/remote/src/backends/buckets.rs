@@ -1,4 +1,6 @@
-//! The opendal builders for `s3://` and `gcs://`, filled from the URL first and then from each
+//! The bucket backends, `s3://BUCKET[/PREFIX…][?endpoint=URL&region=NAME]` (S3-compatible) and
+//! `gcs://BUCKET[/PREFIX…][?endpoint=URL&credential_path=FILE]` (Google Cloud Storage), each
+//! an [`ObjectStore`] over an opendal operator filled from the URL first and then from the
 //! service's usual environment, so a bucket URL works as the service's own tools would:
 //!
 //! - S3: `?endpoint=` or `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`; `?region=` or `AWS_REGION` /
@@ -15,7 +17,131 @@
 
 use std::collections::BTreeMap;
 
-use mck_store::remote::BucketTarget;
+use url::Url;
+
+use super::object_store::ObjectStore;
+use crate::error::RemoteError;
+use crate::schemes::Backend;
+use crate::tier::{Tier, TierOptions};
+use crate::tier_url::{Parsed, TierUrl, UrlError, path_segments};
+
+#[cfg(feature = "remote-s3")]
+pub const S3: Backend = Backend {
+    schemes: &["s3"],
+    form: "s3://BUCKET/PREFIX",
+    leases: false,
+    parse: |url| BucketTarget::parse(url, S3_OPTIONS).map(|t| t.parsed(url.scheme())),
+    open: |url, options| {
+        open(url, options, |target, env| {
+            opendal::Operator::new(s3(target, env)?)
+        })
+    },
+};
+
+#[cfg(feature = "remote-gcs")]
+pub const GCS: Backend = Backend {
+    schemes: &["gcs", "gs"],
+    form: "gcs://BUCKET/PREFIX",
+    leases: false,
+    parse: |url| BucketTarget::parse(url, GCS_OPTIONS).map(|t| t.parsed("gcs")),
+    open: |url, options| {
+        open(url, options, |target, env| {
+            opendal::Operator::new(gcs(target, env))
+        })
+    },
+};
+
+const S3_OPTIONS: &[&str] = &["endpoint", "region"];
+const GCS_OPTIONS: &[&str] = &["endpoint", "credential_path"];
+
+/// The object store of a bucket URL, its operator made by `build` from the URL and the
+/// process's environment (nothing is contacted yet).
+fn open(
+    url: &TierUrl,
+    options: TierOptions,
+    build: fn(&BucketTarget, &Env) -> Result<opendal::Operator, opendal::Error>,
+) -> Result<Box<dyn Tier>, RemoteError> {
+    let allowed = if url.service() == "s3" {
+        S3_OPTIONS
+    } else {
+        GCS_OPTIONS
+    };
+    let target = BucketTarget::parse(url.url(), allowed).map_err(|e| RemoteError::Setup {
+        remote: options.shown.clone(),
+        reason: e.to_string(),
+    })?;
+    let env = Env::from_process();
+    Ok(Box::new(ObjectStore::open(
+        options.shown,
+        options.timeout,
+        || build(&target, &env),
+    )?))
+}
+
+/// A bucket, a prefix inside it, and the service options given in the query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BucketTarget {
+    pub bucket: String,
+    /// Objects are `PREFIX/…` (empty: the bucket's root); no leading or trailing `/`.
+    pub prefix: String,
+    /// `(name, value)` pairs from the query, each one the service accepts.
+    pub options: Vec<(String, String)>,
+}
+
+impl BucketTarget {
+    fn parse(url: &Url, allowed: &[&str]) -> Result<BucketTarget, UrlError> {
+        let scheme = url.scheme();
+        let bucket = match url.host_str() {
+            Some(b) if !b.is_empty() => b.to_owned(),
+            _ => {
+                return Err(UrlError(format!(
+                    "a {scheme} URL needs a bucket: {scheme}://BUCKET/PREFIX"
+                )));
+            }
+        };
+        if !url.username().is_empty() || url.password().is_some() || url.port().is_some() {
+            return Err(UrlError(format!(
+                "a {scheme} URL takes no user, password or port; credentials come from the service's usual environment"
+            )));
+        }
+        let prefix = path_segments(url)?.join("/");
+        let mut options = Vec::new();
+        for (name, value) in url.query_pairs() {
+            if !allowed.contains(&name.as_ref()) {
+                return Err(UrlError(format!(
+                    "unknown {scheme} option {name:?} (known: {})",
+                    allowed.join(", ")
+                )));
+            }
+            if options.iter().any(|(n, _)| n == name.as_ref()) {
+                return Err(UrlError(format!(
+                    "the {scheme} option {name:?} is given twice"
+                )));
+            }
+            options.push((name.into_owned(), value.into_owned()));
+        }
+        Ok(BucketTarget {
+            bucket,
+            prefix,
+            options,
+        })
+    }
+
+    /// The prefix, and the URL as shown: `SERVICE://BUCKET[/PREFIX][?options]`.
+    fn parsed(&self, service: &str) -> Parsed {
+        let mut shown = format!("{service}://{}", self.bucket);
+        if !self.prefix.is_empty() {
+            shown += &format!("/{}", self.prefix);
+        }
+        for (i, (n, v)) in self.options.iter().enumerate() {
+            shown += &format!("{}{n}={v}", if i == 0 { '?' } else { '&' });
+        }
+        Parsed {
+            prefix: self.prefix.clone(),
+            shown,
+        }
+    }
+}
 
 /// The variables the bucket services read, as they were when the tier was opened.
 #[derive(Debug, Default, Clone)]
@@ -157,14 +283,39 @@ pub fn gcs(target: &BucketTarget, env: &Env) -> opendal::services::Gcs {
 
 #[cfg(test)]
 mod tests {
-    use mck_store::remote::RemoteUrl;
-
     use super::*;
 
     fn bucket(url: &str) -> BucketTarget {
-        match crate::url::parse(url).unwrap() {
-            RemoteUrl::S3(t) | RemoteUrl::Gcs(t) => t,
-            other => panic!("{other:?}"),
+        let url = Url::parse(url).unwrap();
+        let allowed = if url.scheme() == "s3" {
+            S3_OPTIONS
+        } else {
+            GCS_OPTIONS
+        };
+        BucketTarget::parse(&url, allowed).unwrap()
+    }
+
+    #[test]
+    fn buckets() {
+        let b = bucket("s3://b/team/x?endpoint=http://127.0.0.1:9000&region=us-east-1");
+        assert_eq!((b.bucket.as_str(), b.prefix.as_str()), ("b", "team/x"));
+        assert_eq!(b.options.len(), 2);
+        assert_eq!(bucket("gcs://b").parsed("gcs").shown, "gcs://b");
+    }
+
+    #[test]
+    fn bad_bucket_urls_say_why() {
+        for (text, needle) in [
+            ("s3:///x", "bucket"),
+            ("s3://b/x?colour=red", "unknown s3 option"),
+            ("s3://b/x?region=a&region=b", "twice"),
+            ("gcs://u:p@b/x", "no user"),
+        ] {
+            let url = Url::parse(text).unwrap();
+            let e = BucketTarget::parse(&url, S3_OPTIONS)
+                .expect_err(text)
+                .to_string();
+            assert!(e.contains(needle), "{text}: {e}");
         }
     }
 

@@ -1,6 +1,7 @@
-//! The compile lease: across hosts, one compiler per key while the remote is reachable (the
-//! local `flock` does the same within one host). opendal has no conditional write for Redis, so
-//! the lease talks to Redis directly with the `redis` crate:
+//! [`RedisClient`]: every command of the Redis tier, on one connection (the `redis` crate):
+//! entries written and read (whole or in parts), their expiry refreshed, a quick PING, and the
+//! compile lease — across hosts, one compiler per key while the remote is reachable (the local
+//! `flock` does the same within one host):
 //!
 //! - acquire: `SET lease-key TOKEN NX PX ttl` (only if nobody holds it; expires by itself);
 //! - renew: every ttl/3 while compiling, a thread runs "PEXPIRE if the value is still TOKEN";
@@ -22,12 +23,12 @@ use bytes::Bytes;
 use redis::{Client, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo};
 use tracing::{debug, warn};
 
-use mck_store::remote::RedisTarget;
-use mck_store::remote::RemoteError;
-use mck_store::remote::{Breaker, one_line};
-use mck_store::remote::{Lease, LeaseAttempt};
+use super::redis::Target;
+use crate::breaker::Breaker;
+use crate::error::{RemoteError, one_line};
+use crate::tier::{Lease, LeaseAttempt};
 
-/// A value is read in parts of this size (`Coordinator::get_parts`).
+/// A value is read in parts of this size (`RedisClient::get_parts`).
 pub const PART_BYTES: usize = 1 << 20;
 
 /// Renews the expiry of KEYS[1] to ARGV[2] ms if it still holds ARGV[1].
@@ -37,8 +38,11 @@ const RENEW: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
 const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
      return redis.call('DEL', KEYS[1]) else return 0 end";
 
-/// Redis commands of the remote tier that opendal does not offer: leases and expiry refresh.
-pub struct Coordinator {
+/// Writes get one more second per this many bytes beyond the base timeout.
+const WRITE_BYTES_PER_SECOND: u64 = 64 << 20;
+
+/// The Redis tier's connection and commands.
+pub struct RedisClient {
     client: Client,
     remote: String,
     timeout: Duration,
@@ -48,21 +52,21 @@ pub struct Coordinator {
 }
 
 // Not derived: the client's connection info holds the password.
-impl std::fmt::Debug for Coordinator {
+impl std::fmt::Debug for RedisClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Coordinator({}, lease {:?})", self.remote, self.ttl)
+        write!(f, "RedisClient({}, lease {:?})", self.remote, self.ttl)
     }
 }
 
-impl Coordinator {
+impl RedisClient {
     /// A coordinator for `target`; connects lazily.
     pub fn new(
-        target: &RedisTarget,
+        target: &Target,
         remote: String,
         timeout: Duration,
         ttl: Duration,
         breaker: Arc<Breaker>,
-    ) -> Result<Coordinator, RemoteError> {
+    ) -> Result<RedisClient, RemoteError> {
         let mut settings = RedisConnectionInfo::default()
             .set_db(target.db)
             .set_protocol(ProtocolVersion::RESP2)
@@ -85,7 +89,7 @@ impl Coordinator {
             .map_err(|e| setup("configure the connection", e))?
             .set_redis_settings(settings);
         let client = Client::open(info).map_err(|e| setup("configure the connection", e))?;
-        Ok(Coordinator {
+        Ok(RedisClient {
             client,
             remote,
             timeout,
@@ -138,8 +142,8 @@ impl Coordinator {
         })
     }
 
-    /// Checks that the server answers. A refused connection fails at once here, where opendal's
-    /// connection manager would retry until the timeout.
+    /// Checks that the server answers: a refused connection fails at once here, not after a
+    /// timeout.
     pub fn ping(&self) -> Result<(), RemoteError> {
         let _: String = self.run("reach the server", |c| redis::cmd("PING").query(c))?;
         Ok(())
@@ -156,8 +160,7 @@ impl Coordinator {
     /// `GETRANGE`, so a value of one part takes one round trip; the other parts' `GETRANGE`s
     /// are sent at once when the length is known. False when absent. Unlike one `GET`, the
     /// whole read is bounded by the timeout. Parts are not one atomic read: a value replaced
-    /// meanwhile fails its checks, and the caller reads it again whole (`mck_store`'s
-    /// `tiered.rs`).
+    /// meanwhile fails its checks, and the caller reads it again whole (`chain.rs`).
     pub fn get_parts(
         &self,
         key: &str,
@@ -212,6 +215,26 @@ impl Coordinator {
         })
     }
 
+    /// Stores `value` at `key`, living `expiry` (`None`: forever). A large value gets one more
+    /// second of timeout per 64 MiB.
+    pub fn put_value(
+        &self,
+        key: &str,
+        value: &[u8],
+        expiry: Option<Duration>,
+    ) -> Result<(), RemoteError> {
+        let extra = Duration::from_secs(value.len() as u64 / WRITE_BYTES_PER_SECOND);
+        let timeout = self.timeout.saturating_add(extra);
+        self.run_within("write an entry", timeout, |c| {
+            let mut set = redis::cmd("SET");
+            set.arg(key).arg(value);
+            if let Some(expiry) = expiry {
+                set.arg("PX").arg(millis(expiry));
+            }
+            set.query::<()>(c).map(|()| ((), Keep::Connection))
+        })
+    }
+
     /// Sets the expiry of `key` to `expiry` (a hit keeps a used entry alive, as the local
     /// cache's last use does).
     pub fn refresh_expiry(&self, key: &str, expiry: Duration) -> Result<(), RemoteError> {
@@ -231,10 +254,20 @@ impl Coordinator {
         self.run_then(op, |c| f(c).map(|v| (v, Keep::Connection)))
     }
 
-    /// As [`Coordinator::run`]; `f` also says whether the connection can be used again.
+    /// As [`RedisClient::run`]; `f` also says whether the connection can be used again.
     fn run_then<T>(
         &self,
         op: &'static str,
+        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<(T, Keep)>,
+    ) -> Result<T, RemoteError> {
+        self.run_within(op, self.timeout, f)
+    }
+
+    /// As [`RedisClient::run_then`], bounded by `timeout` instead of the tier's.
+    fn run_within<T>(
+        &self,
+        op: &'static str,
+        timeout: Duration,
         f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<(T, Keep)>,
     ) -> Result<T, RemoteError> {
         let err = |source| RemoteError::Lease {
@@ -253,7 +286,7 @@ impl Coordinator {
                 reason: "no connection".to_owned(),
             });
         };
-        let result = within(conn, self.timeout, start).and_then(|()| f(conn));
+        let result = within(conn, timeout, start).and_then(|()| f(conn));
         if !matches!(result, Ok((_, Keep::Connection))) {
             *slot = None;
         }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::super::clock::UnixMillis;
+use mck_store::UnixMillis;
 
 /// The implementation's own error (opendal's, the `redis` crate's), kept as the source.
 pub type ServiceError = Box<dyn std::error::Error + Send + Sync>;

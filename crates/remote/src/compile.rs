@@ -10,11 +10,11 @@ use std::time::Duration;
 use serde_json::Value;
 use tracing::{info, warn};
 
-use super::cache::{Artefact, CachedFailure, Lookup, PutOutcome};
-use super::entry::{EntryState, Failure};
-use super::error::StoreError;
-use super::key::CacheKey;
-use super::tiered::{Claim, Tiered};
+use mck_store::{
+    Artefact, CacheKey, CachedFailure, EntryState, Failure, Lookup, PutOutcome, StoreError,
+};
+
+use crate::chain::{Claim, Tiered};
 
 /// What a compile function produced.
 #[derive(Clone, Debug, PartialEq)]

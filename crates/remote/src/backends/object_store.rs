@@ -1,17 +1,14 @@
-//! [`ObjectStore`]: a remote tier over opendal (the storage layer sccache uses), one object per
-//! entry holding the entry file's exact bytes (`entry.rs`, self-checksummed, so a reader verifies
-//! what it gets as it would a local file). It is the whole tier for buckets and the entry half
-//! of the Redis tier (`redis.rs`). opendal's API is async; one tokio runtime per process with
+//! [`ObjectStore`]: a remote tier over an opendal operator (the storage layer sccache uses), one
+//! object per entry holding the entry file's exact bytes (self-checksummed, so a reader verifies
+//! what it gets as it would a local file): the tier of the bucket backends (`buckets.rs`).
+//! opendal's API is async; one tokio runtime per process with
 //! one worker thread drives every store, and every call is bounded by a timeout so a slow or
 //! silent server costs at most that long. One runtime, not one per store: opendal's HTTP client
 //! is process-wide, and a pooled connection is driven by the runtime that opened it, so a
 //! second store on a runtime of its own waited on a connection nobody drove (two buckets in a
 //! chain, two caches in one Python process) until its timeout.
 //!
-//! Redis, S3-compatible stores and GCS are all in the default build (the cargo features
-//! `remote-s3` / `remote-gcs`, on by default, can be turned off for a smaller binary). What a
-//! bucket URL does not say comes from the service's usual environment (`buckets.rs`). Expiry:
-//! Redis sets it on every write (`SET … EX`); buckets rely on their own lifecycle rules.
+//! Expiry: buckets rely on their own lifecycle rules.
 //!
 //! A failure is one line naming the tier, the operation and the cause (`one_line`): opendal's
 //! own text carries the request context and, for S3, the server's XML body.
@@ -24,12 +21,9 @@ use bytes::Bytes;
 use futures::StreamExt as _;
 use opendal::{ErrorKind, Operator};
 
-use mck_store::remote::RemoteError;
-use mck_store::remote::RemoteUrl;
-use mck_store::remote::Tier;
+use crate::error::RemoteError;
+use crate::tier::Tier;
 
-/// Connections opendal may keep to Redis: one process runs one compile at a time.
-const POOL_SIZE: usize = 4;
 /// Writes get one more second per this many bytes beyond the base timeout.
 const WRITE_BYTES_PER_SECOND: u64 = 64 << 20;
 
@@ -39,9 +33,6 @@ pub struct ObjectStore {
     op: Operator,
     remote: String,
     timeout: Duration,
-    /// Sent with each write to a bucket: without it GCS (and its emulator) records a null
-    /// content type that opendal's own reply parser then refuses. Redis takes none.
-    content_type: Option<&'static str>,
 }
 
 // Not derived: opendal's and tokio's own Debug output says nothing a log reader needs.
@@ -56,13 +47,12 @@ impl std::fmt::Debug for ObjectStore {
 }
 
 impl ObjectStore {
-    /// Builds the operator for `url` (nothing is contacted yet). `expiry`: how long a written
-    /// entry lives on a server that supports it.
+    /// A tier over `build()`'s operator (nothing is contacted yet); `remote`: the tier as
+    /// shown in messages.
     pub fn open(
-        url: &RemoteUrl,
         remote: String,
         timeout: Duration,
-        expiry: Option<Duration>,
+        build: impl FnOnce() -> Result<Operator, opendal::Error>,
     ) -> Result<ObjectStore, RemoteError> {
         let setup = |reason: String| RemoteError::Setup {
             remote: remote.clone(),
@@ -70,15 +60,13 @@ impl ObjectStore {
         };
         let runtime =
             shared_runtime().map_err(|e| setup(format!("cannot start the I/O runtime: {e}")))?;
-        let op = build_operator(url, expiry).map_err(|e| setup(one_line(&e)))?;
-        let content_type =
-            (!matches!(url, RemoteUrl::Redis(_))).then_some("application/octet-stream");
+        opendal::install_default();
+        let op = build().map_err(|e| setup(one_line(&e)))?;
         Ok(ObjectStore {
             runtime,
             op,
             remote,
             timeout,
-            content_type,
         })
     }
 
@@ -145,11 +133,13 @@ impl Tier for ObjectStore {
 
     fn put(&self, path: &str, value: Vec<u8>) -> Result<(), RemoteError> {
         let extra = Duration::from_secs(value.len() as u64 / WRITE_BYTES_PER_SECOND);
+        // Without a content type GCS (and its emulator) records a null one that opendal's own
+        // reply parser then refuses.
         let write = async {
-            match self.content_type {
-                Some(t) => self.op.write_with(path, value).content_type(t).await,
-                None => self.op.write(path, value).await,
-            }
+            self.op
+                .write_with(path, value)
+                .content_type("application/octet-stream")
+                .await
         };
         self.bounded("write an entry", self.timeout.saturating_add(extra), write)?
             .map(|_| ())
@@ -181,53 +171,6 @@ fn shared_runtime() -> Result<&'static tokio::runtime::Runtime, String> {
     Ok(runtime)
 }
 
-fn build_operator(url: &RemoteUrl, expiry: Option<Duration>) -> Result<Operator, opendal::Error> {
-    match url {
-        RemoteUrl::Redis(r) => {
-            let host = if r.host.contains(':') {
-                format!("[{}]", r.host)
-            } else {
-                r.host.clone()
-            };
-            let mut b = opendal::services::Redis::default()
-                .endpoint(&format!("redis://{host}:{}", r.port))
-                .db(r.db)
-                .root("/")
-                .connection_pool_max_size(POOL_SIZE);
-            if let Some(u) = &r.username {
-                b = b.username(u);
-            }
-            if let Some(p) = &r.password {
-                b = b.password(p);
-            }
-            // Redis's EX is whole seconds, and EX 0 is an error: no expiry below one second.
-            if let Some(t) = expiry.filter(|t| t.as_secs() >= 1) {
-                b = b.default_ttl(t);
-            }
-            Operator::new(b)
-        }
-        #[cfg(feature = "remote-s3")]
-        RemoteUrl::S3(t) => {
-            opendal::install_default();
-            Operator::new(crate::buckets::s3(t, &crate::buckets::Env::from_process())?)
-        }
-        #[cfg(feature = "remote-gcs")]
-        RemoteUrl::Gcs(t) => {
-            opendal::install_default();
-            Operator::new(crate::buckets::gcs(t, &crate::buckets::Env::from_process()))
-        }
-        #[allow(unreachable_patterns)]
-        other => Err(opendal::Error::new(
-            ErrorKind::Unsupported,
-            format!(
-                "this build has no {} support: rebuild with `--features remote-{}`",
-                other.service(),
-                other.service()
-            ),
-        )),
-    }
-}
-
 /// An operation's cause, already one line: the source of [`RemoteError::Service`], with no
 /// source of its own (so no chain of nested errors is printed after it).
 #[derive(Debug)]
@@ -248,7 +191,7 @@ const CAUSE_CHARS: usize = 240;
 /// the body is one) or opendal's message, and the innermost source (the network error), with
 /// whitespace collapsed. Request context (URLs, headers) is left out: it can carry signed
 /// query strings.
-fn one_line(e: &opendal::Error) -> String {
+pub fn one_line(e: &opendal::Error) -> String {
     let message = e.message();
     let said = match (xml_field(message, "Code"), xml_field(message, "Message")) {
         (Some(code), Some(text)) => format!("{code}: {text}"),
@@ -288,21 +231,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_redis_operator_is_built_without_contacting_the_server() {
-        let url = crate::url::parse("redis://127.0.0.1:1/0").unwrap();
-        assert!(build_operator(&url, Some(Duration::from_secs(60))).is_ok());
-    }
-
-    #[cfg(feature = "remote-s3")]
-    #[test]
-    fn an_s3_operator_is_built_from_the_url() {
-        let url =
-            crate::url::parse("s3://bucket/team?endpoint=http://127.0.0.1:9&region=us-east-1")
-                .unwrap();
-        build_operator(&url, None).unwrap();
-    }
-
-    #[test]
     fn a_cause_is_one_line_with_the_servers_words_and_the_network_error() {
         let body = "<?xml version=\"1.0\"?>\n<Error>\n  <Code>AccessDenied</Code>\n  \
                     <Message>Forbidden: no such key</Message>\n  <Resource>/b/x</Resource>\n</Error>";
@@ -318,12 +246,5 @@ mod tests {
         assert_eq!(one_line(&plain), "Unexpected: send failed");
         let long = opendal::Error::new(ErrorKind::Unexpected, "x ".repeat(500));
         assert!(one_line(&long).chars().count() <= CAUSE_CHARS + 1);
-    }
-
-    #[cfg(feature = "remote-gcs")]
-    #[test]
-    fn a_gcs_operator_is_built_from_the_url() {
-        let url = crate::url::parse("gcs://bucket/team").unwrap();
-        build_operator(&url, None).unwrap();
     }
 }

@@ -1,4 +1,4 @@
-//! Remote hits read in parts and verified as they arrive (`remote/receive.rs`), and their
+//! Remote hits read in parts and verified as they arrive (`receive.rs`), and their
 //! back-fill written beside the caller (`backfill.rs`), through the real `Tiered` over a tier
 //! that keeps its values in this process's memory and hands them out in small parts (a Redis or
 //! a bucket would need a server: `tests/cli_remote.rs` and `tests/cli_s3.rs` use real ones).
@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use bytes::Bytes;
-use mck_store::remote::{RemoteError, RemoteUrl, Tier, TierOptions};
-use mck_store::{CacheKey, Lookup, Settings, Store, Tiered};
+use mck_remote::{RemoteError, RemoteSettings, Tier, TierOptions, TierUrl, Tiered};
+use mck_store::{CacheKey, Lookup, Settings, Store};
 
 /// Objects by path, shared by every tier of this test binary (paths hold distinct digests).
 static OBJECTS: Mutex<BTreeMap<String, Vec<u8>>> = Mutex::new(BTreeMap::new());
@@ -62,17 +62,20 @@ impl Tier for Memory {
     }
 }
 
-fn open_memory(_: &RemoteUrl, _: TierOptions) -> Result<Box<dyn Tier>, RemoteError> {
+fn open_memory(_: &TierUrl, _: TierOptions) -> Result<Box<dyn Tier>, RemoteError> {
     Ok(Box::new(Memory))
 }
 
 fn tiered(dir: &std::path::Path) -> Tiered {
-    let mut settings = Settings {
+    let settings = Settings {
         cache_dir: dir.to_owned(),
         ..Settings::default()
     };
-    settings.remote.tiers = vec![mck_remote::parse_tier("redis://127.0.0.1:1/0/memory").unwrap()];
-    Tiered::over(Store::open(&settings).unwrap(), open_memory)
+    let remote = RemoteSettings {
+        tiers: vec![mck_remote::parse_tier("redis://127.0.0.1:1/0/memory").unwrap()],
+        ..RemoteSettings::default()
+    };
+    Tiered::open_with(Store::open(&settings).unwrap(), &remote, Some(open_memory))
 }
 
 /// Stores `bytes` under `k` in the tier through a writer cache in `dir`.
@@ -121,7 +124,7 @@ fn a_value_in_many_parts_is_served_whole_and_its_backfill_lands_before_drop_retu
     let reader_dir = dir.path().join("reader");
     let reader = tiered(&reader_dir);
     assert_eq!(hit(reader.get(&k).unwrap()), bytes);
-    let stats = reader.local().stats().unwrap();
+    let stats = reader.stats().unwrap().remote;
     assert_eq!((stats.remote_hits, stats.remote_corrupt), (1, 0));
     drop(reader);
     // Dropping joined the back-fill: the local store alone has the entry now.
@@ -148,7 +151,7 @@ fn a_second_lookup_in_the_same_process_waits_for_the_backfill_and_hits_locally()
         bytes,
         "served by the local copy"
     );
-    assert_eq!(reader.local().stats().unwrap().remote_hits, 1);
+    assert_eq!(reader.stats().unwrap().remote.remote_hits, 1);
 }
 
 /// Redis reads a value in several `GETRANGE`s: one replaced between two of them (another host
@@ -169,7 +172,7 @@ fn a_value_replaced_between_two_parts_is_read_again_whole() {
 
     let reader = tiered(&dir.path().join("reader"));
     assert_eq!(hit(reader.get(&k).unwrap()), newer);
-    let stats = reader.local().stats().unwrap();
+    let stats = reader.stats().unwrap().remote;
     assert_eq!((stats.remote_hits, stats.remote_corrupt), (1, 0));
 }
 
@@ -190,7 +193,7 @@ fn a_damaged_value_read_in_parts_is_refused_and_never_copied() {
         let reader_dir = dir.path().join(format!("reader-{at}"));
         let reader = tiered(&reader_dir);
         assert!(matches!(reader.get(&k).unwrap(), Lookup::Miss), "byte {at}");
-        let stats = reader.local().stats().unwrap();
+        let stats = reader.stats().unwrap().remote;
         assert_eq!(
             (stats.remote_hits, stats.remote_corrupt),
             (0, 1),

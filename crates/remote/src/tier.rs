@@ -1,12 +1,9 @@
 //! The one narrow interface every remote storage implements ([`Tier`]): read and write a value
 //! at an object path, and, where the service can, a compile lease and an expiry refresh. What
 //! is the same for every service — the key layout, the HMAC seal, the circuit breaker and the
-//! read-only setting — is done once around it (`super::Remote`), and the entry checks once in
-//! `tiered.rs`, so a new service is one more implementation, never a branch elsewhere.
-//!
-//! The implementations live in `mck-remote` (over opendal for buckets, Redis with leases), so
-//! this crate needs neither opendal nor a runtime; one [`OpenTier`] function there picks the
-//! implementation for a URL, and whoever opens a [`super::super::Tiered`] passes it in.
+//! read-only setting — is done once around it (`remote.rs`), and the entry checks once in
+//! `chain.rs`, so a new service is one more implementation (`backends/`) and one line in the
+//! scheme table (`schemes.rs`), never a branch elsewhere.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -14,9 +11,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::breaker::Breaker;
-use super::error::RemoteError;
-use super::url::RemoteUrl;
+use crate::breaker::Breaker;
+use crate::error::RemoteError;
+use crate::tier_url::TierUrl;
 
 /// A held compile lease: released when dropped (or, if this process dies, when it expires).
 pub trait Lease: Debug + Send {
@@ -72,12 +69,8 @@ pub trait Tier: Debug + Send + Sync {
         Ok(())
     }
 
-    /// True when [`Tier::lease`] and [`Tier::lease_holder`] do something.
-    fn leases(&self) -> bool {
-        false
-    }
-
-    /// Tries to take the compile lease at `path`.
+    /// Tries to take the compile lease at `path` (a backend whose [`crate::schemes::Backend`]
+    /// says it leases implements this and [`Tier::lease_holder`]).
     fn lease(&self, _path: &str) -> Result<LeaseAttempt, RemoteError> {
         Ok(LeaseAttempt::Unsupported)
     }
@@ -102,5 +95,5 @@ pub struct TierOptions {
     pub breaker: Arc<Breaker>,
 }
 
-/// Picks and sets up the implementation for a URL (nothing is contacted yet).
-pub type OpenTier = fn(&RemoteUrl, TierOptions) -> Result<Box<dyn Tier>, RemoteError>;
+/// Sets a tier up for a URL (nothing is contacted yet): a backend's `open`, or a test's own.
+pub type OpenTier = fn(&TierUrl, TierOptions) -> Result<Box<dyn Tier>, RemoteError>;

@@ -16,10 +16,10 @@ use bytes::Bytes;
 use hmac::{Hmac, Mac};
 use sha2::{Digest as _, Sha256};
 
-use super::super::entry::{HEADER_LEN, MAX_METADATA_LEN};
-use super::auth::{self, SEAL_LEN, Secret};
-use super::error::RemoteError;
-use super::tier::Tier;
+use crate::auth::{self, SEAL_LEN, Secret};
+use crate::error::RemoteError;
+use crate::tier::Tier;
+use mck_store::format::{HEADER_LEN, MAX_METADATA_LEN};
 
 /// Parts queued between the tier and the hashing thread (what the transfer may run ahead).
 const PARTS_IN_FLIGHT: usize = 32;
@@ -225,7 +225,7 @@ fn tail_from(part: &[u8], at: u64, from: u64) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::remote::auth::{seal, unseal};
+    use crate::auth::{seal, unseal};
 
     use std::sync::Mutex;
 
@@ -259,17 +259,17 @@ mod tests {
         }
     }
 
-    fn entry(payload: &[u8]) -> (crate::Digest, Vec<u8>) {
-        let key = crate::CacheKey::parse(&format!("m-{}", "ab".repeat(32))).unwrap();
-        let meta = crate::entry::EntryMeta::new(
+    fn entry(payload: &[u8]) -> (mck_store::Digest, Vec<u8>) {
+        let key = mck_store::CacheKey::parse(&format!("m-{}", "ab".repeat(32))).unwrap();
+        let meta = mck_store::EntryMeta::new(
             &key,
-            crate::EntryState::Ok,
+            mck_store::EntryState::Ok,
             None,
             payload,
             1,
             serde_json::json!({}),
         );
-        let mut file = crate::entry::encode_prefix(&meta).unwrap();
+        let mut file = mck_store::encode_prefix(&meta).unwrap();
         file.extend_from_slice(payload);
         (key.digest().clone(), file)
     }
@@ -306,12 +306,9 @@ mod tests {
                 assert_eq!(&got.value[..], &value[..], "part {part_len}");
                 let start = unseal(s, "p/x", &got.value, got.digests.body_mac)
                     .unwrap_or_else(|e| panic!("sealed {sealed}, part {part_len}: {e}"));
-                let (_, range) = crate::entry::decode_digested(
-                    &got.value[start..],
-                    &digest,
-                    got.digests.payload,
-                )
-                .unwrap();
+                let (_, range) =
+                    mck_store::decode_digested(&got.value[start..], &digest, got.digests.payload)
+                        .unwrap();
                 assert_eq!(&got.value[start..][range], &payload[..]);
                 assert_eq!(got.parts, value.len().div_ceil(part_len));
             }
@@ -332,7 +329,7 @@ mod tests {
             sent: Mutex::new(0),
         };
         let got = receive(&tier, "p/x", None).unwrap().unwrap();
-        let e = crate::entry::decode_digested(&got.value, &digest, got.digests.payload);
+        let e = mck_store::decode_digested(&got.value, &digest, got.digests.payload);
         assert!(e.is_err(), "a flipped payload byte must be refused");
         let sealed = seal(Some(&secret), "p/x", &[&file]);
         let tier = Parts {

@@ -1,36 +1,14 @@
-//! The remote tiers: caches shared by a team or a multi-host job, behind each host's local store
-//! (`super::tiered` reads local, then each remote tier in order: a chain, fastest first). One machine's cache saves one machine's hours;
-//! this lets every host reuse what any host compiled. It uses an existing engine — Redis first,
-//! S3-compatible stores and GCS behind cargo features — through opendal, never a server of ours.
+//! [`Remote`]: one tier of the chain, opened — a [`Tier`] implementation inside what every
+//! service gets alike: the key layout (`PREFIX/entries-v1/<digest>` for entries, the entry
+//! format version in the name so another format never overwrites this one's, and
+//! `PREFIX/leases/<digest>` for leases), the HMAC seal (`auth`), its own circuit breaker
+//! (`breaker`) and the read-only setting.
 //!
 //! Nothing here may fail a compile or return damaged bytes: every operation has a short timeout,
 //! a failure opens the circuit breaker (local only until `retry_after`), and what comes back is
-//! verified as an entry file before anyone uses it (the caller does that, with `entry.rs`).
-//! Checksums do not say who wrote a value: with a shared secret (`auth`) every value is MACed,
-//! and without one, write access to the remote is trusted access.
-//!
-//! Files (the contract; the services themselves — opendal, Redis and its leases — and parsing
-//! `--remote=URL` are `mck-remote`'s, which depends on this crate):
-//! - `url`: where the tier lives, as data; `error`: what can go wrong, by operation;
-//! - `tier`: the [`Tier`] trait every service implements (get, put, lease, …) and [`OpenTier`],
-//!   the function that picks one for a URL;
-//! - `receive`: a value read in parts and checked as they arrive (HMAC and payload digest on a
-//!   second thread), for [`Remote::receive`];
-//! - `auth`: the shared secret and the HMAC tag on every value; `breaker`: "remote down until
-//!   T", one per tier, in memory and in the cache directory: both wrap any tier, here in
-//!   [`Remote`]; `tier_stats`: each tier's counters in `cache stats`.
-//!
-//! Keys (Redis) or object paths (buckets): `PREFIX/entries-v1/<digest>` for entries (the entry
-//! format version is in the name, so another format never overwrites this one's) and
-//! `PREFIX/leases/<digest>` for leases.
-
-mod auth;
-mod breaker;
-mod error;
-mod receive;
-mod tier;
-mod tier_stats;
-mod url;
+//! verified as an entry file before anyone uses it (the chain does that). Checksums do not say
+//! who wrote a value: with a shared secret every value is MACed, and without one, write access
+//! to the remote is trusted access.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -38,65 +16,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use serde::Serialize;
+use mck_store::{Clock, Digest, UnixMillis};
 use tracing::debug;
 
-use super::clock::{Clock, UnixMillis};
-use super::key::Digest;
-
-pub use auth::{AuthError, MAX_SECRET_LEN, MIN_SECRET_LEN, Secret};
-pub use breaker::{Breaker, marked_down_until, state_file_name};
-pub use error::{RemoteError, ServiceError, one_line, show_ms};
-pub use receive::{Digests, Received};
-pub use tier::{Lease, LeaseAttempt, OpenTier, Tier, TierOptions};
-pub use tier_stats::{TierEvent, TierStats};
-pub use url::{
-    BucketTarget, DEFAULT_REDIS_PREFIX, READ_ONLY_OPTION, RedisTarget, RemoteTier, RemoteUrl,
-};
-
-/// Default timeout of one remote operation.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
-/// Default time the remote is skipped after a failure.
-pub const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(30);
-/// Default lease expiry (renewed every third of it while compiling).
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
-
-/// The remote tiers' settings (`--remote…` flags).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RemoteSettings {
-    /// The chain, fastest first (`--remote` once per tier); empty: no remote tier.
-    pub tiers: Vec<RemoteTier>,
-    /// Read every remote tier, never write to one (no entries, no leases).
-    pub read_only: bool,
-    /// Bound on one remote operation.
-    #[serde(serialize_with = "serialize_secs")]
-    pub timeout: Duration,
-    /// After a failure, how long the remote is skipped.
-    #[serde(serialize_with = "serialize_secs")]
-    pub retry_after: Duration,
-    /// Expiry of a compile lease.
-    #[serde(serialize_with = "serialize_secs")]
-    pub lease: Duration,
-    /// The shared secret that authenticates every value (`auth.rs`); `None`: values are trusted.
-    pub secret: Option<Secret>,
-}
-
-fn serialize_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64())
-}
-
-impl Default for RemoteSettings {
-    fn default() -> Self {
-        RemoteSettings {
-            tiers: Vec::new(),
-            read_only: false,
-            timeout: DEFAULT_TIMEOUT,
-            retry_after: DEFAULT_RETRY_AFTER,
-            lease: DEFAULT_LEASE,
-            secret: None,
-        }
-    }
-}
+use crate::auth::{self, AuthError, Secret};
+use crate::breaker::{Breaker, state_file_name};
+use crate::error::RemoteError;
+use crate::receive::{self, Received};
+use crate::settings::RemoteSettings;
+use crate::tier::{LeaseAttempt, OpenTier, Tier, TierOptions};
+use crate::tier_url::RemoteTier;
 
 /// An open remote tier: one [`Tier`] implementation inside what every service gets alike —
 /// the key layout, the HMAC seal (`auth`), its own circuit breaker (`breaker`) and the
@@ -108,6 +37,8 @@ pub struct Remote {
     read_only: bool,
     secret: Option<Secret>,
     tier: Box<dyn Tier>,
+    /// Its backend takes compile leases.
+    leases: bool,
     breaker: Arc<Breaker>,
     /// The server answered once in this process.
     reached: AtomicBool,
@@ -116,8 +47,9 @@ pub struct Remote {
 impl Remote {
     /// Sets up `tier` with the rest of `settings`. `expiry` is how long an entry lives on the
     /// server after its last write or hit (the cache's TTL); the tier's breaker keeps its mark
-    /// in `state_dir` (a file named after the tier's URL, [`state_file_name`]); `open_tier` sets
-    /// up the service. Nothing is contacted yet.
+    /// in `state_dir` (a file named after the tier's URL, [`state_file_name`]); the backend its
+    /// scheme picks sets up the service (`open`, where given, instead). Nothing is contacted
+    /// yet.
     pub fn open(
         tier: &RemoteTier,
         settings: &RemoteSettings,
@@ -125,7 +57,7 @@ impl Remote {
         state_dir: &Path,
         file_mode: u32,
         clock: Arc<dyn Clock>,
-        open_tier: OpenTier,
+        open: Option<OpenTier>,
     ) -> Result<Remote, RemoteError> {
         let url = &tier.url;
         let read_only = settings.read_only || tier.read_only;
@@ -137,7 +69,7 @@ impl Remote {
             file_mode,
             clock,
         ));
-        let tier = open_tier(
+        let tier = open.unwrap_or(url.backend().open)(
             url,
             TierOptions {
                 shown: shown.clone(),
@@ -153,6 +85,7 @@ impl Remote {
             read_only,
             secret: settings.secret.clone(),
             tier,
+            leases: url.leases(),
             breaker,
             reached: AtomicBool::new(false),
         })
@@ -234,7 +167,7 @@ impl Remote {
     /// Asks for the compile lease of `digest`. A read-only client never takes one: it reports
     /// `Held` while another host holds it (so it can wait for the result), else `Unsupported`.
     pub fn try_lease(&self, digest: &Digest) -> Result<LeaseAttempt, RemoteError> {
-        if !self.tier.leases() {
+        if !self.leases {
             return Ok(LeaseAttempt::Unsupported);
         }
         let key = self.lease_path(digest);
@@ -295,7 +228,7 @@ impl Remote {
 
     /// True when this tier can lease (whether or not this client may take leases).
     pub fn leases(&self) -> bool {
-        self.tier.leases()
+        self.leases
     }
 
     /// Runs `op` unless the breaker is open; a failure opens it, a success closes it.

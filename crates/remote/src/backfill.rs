@@ -15,7 +15,7 @@ use std::thread::{self, JoinHandle};
 
 use tracing::warn;
 
-use super::key::Digest;
+use mck_store::Digest;
 
 /// Back-fills that may run at once; each holds one entry in memory.
 pub const MAX_PENDING: usize = 2;

@@ -21,9 +21,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use tracing::{debug, warn};
 
-use super::super::clock::{Clock, UnixMillis};
-use super::super::fsutil;
-use super::error::{RemoteError, show_ms};
+use crate::error::{RemoteError, show_ms};
+use mck_store::fsutil;
+use mck_store::{Clock, UnixMillis};
 
 /// The mark file of the tier shown as `remote` (its URL, password redacted), inside the
 /// layout's version directory: named by a hash, as a URL is no file name.
@@ -201,8 +201,8 @@ fn write_mark(path: &Path, mark: &Mark, file_mode: u32) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::clock::ManualClock;
     use super::*;
+    use mck_store::ManualClock;
 
     /// A breaker for `remote` with a 30 s `retry_after`, its mark at `path`.
     fn breaker(remote: &str, path: &Path, clock: Arc<dyn Clock>) -> Breaker {

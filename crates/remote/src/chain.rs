@@ -1,11 +1,11 @@
 //! The tiered cache a compile wrapper uses: this host's [`Store`] first, then the chain of shared
-//! remote tiers (`remote/`, fastest first: `--remote` once per tier), so every host reuses what
+//! remote tiers (`remote.rs`, fastest first: `--remote` once per tier), so every host reuses what
 //! any host compiled. Every remote tier is a [`Remote`] whatever its service: nothing here asks
 //! which.
 //!
 //! - lookup: local; on a miss each tier in order; with a shared secret, a value whose HMAC tag
-//!   does not verify is a miss (`remote/auth.rs`); a remote entry is verified exactly as a local
-//!   file is (`entry.rs`: checksums, digest, key); a value that fails either check is counted
+//!   does not verify is a miss (`auth.rs`); a remote entry is verified exactly as a local
+//!   file is (`mck_store`'s entry checks: checksums, digest, key); a value that fails either check is counted
 //!   and never used. A hit in tier k is back-filled into the local store and into every
 //!   writable tier before k, so the next lookup stops earlier;
 //! - claim before compiling: the local per-key `flock` (one compiler per host), then the lease
@@ -16,7 +16,7 @@
 //!
 //! A tier that is down, slow or returns garbage never fails a compile: each problem skips that
 //! tier (the others go on), bumps the aggregate `remote_*` counters and the tier's own
-//! (`remote/tier_stats.rs`) in `cache stats`, and warns once per process and tier.
+//! (`stats.rs`) in `cache stats`, and warns once per process and tier.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -26,17 +26,19 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tracing::{debug, info, warn};
 
-use super::backfill::Backfills;
-use super::cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};
-use super::entry::{self, DecodeError, EntryMeta, EntryState, Failure};
-use super::error::Result;
-use super::index::Counter;
-use super::key::CacheKey;
-use super::lock::CompileLock;
-use super::remote::{
-    AuthError, Digests, Lease, LeaseAttempt, OpenTier, Remote, RemoteError, TierEvent,
+use mck_store::{
+    Artefact, CacheKey, CachedFailure, CompileLock, DecodeError, EntryMeta, EntryState, Failure,
+    Lookup, PutOutcome, Result, Store, StoreError, Streamed,
 };
-use super::stream::Streamed;
+
+use crate::auth::AuthError;
+use crate::backfill::Backfills;
+use crate::error::RemoteError;
+use crate::receive::Digests;
+use crate::remote::Remote;
+use crate::settings::RemoteSettings;
+use crate::stats::{TierEvent, Total};
+use crate::tier::{Lease, LeaseAttempt, OpenTier};
 
 const FIRST_PAUSE: Duration = Duration::from_millis(50);
 const MAX_PAUSE: Duration = Duration::from_secs(1);
@@ -48,6 +50,7 @@ pub struct Tiered {
     /// the chain's last handle can go with a thread.
     backfills: Backfills,
     chain: Chain,
+    settings: RemoteSettings,
 }
 
 /// The local store and the remote tiers, shared with the back-fill threads.
@@ -87,27 +90,31 @@ impl CompileClaim {
 }
 
 impl Tiered {
-    /// Puts the chain of `local`'s settings behind it, each service set up by `open_tier`
-    /// (`mck_remote::tiered` passes the real ones). A tier that cannot even be set up is a
-    /// warning and left out of the chain.
-    pub fn over(local: Store, open_tier: OpenTier) -> Tiered {
-        let s = local.settings();
+    /// Puts the chain `settings` names behind `local`, each tier set up by the backend its
+    /// scheme picks (nothing is contacted yet). A tier that cannot even be set up is a warning
+    /// and left out of the chain.
+    pub fn open(local: Store, settings: &RemoteSettings) -> Tiered {
+        Tiered::open_with(local, settings, None)
+    }
+
+    /// As [`Tiered::open`], every tier set up by `open` when given (a test's in-memory tier).
+    pub fn open_with(local: Store, settings: &RemoteSettings, open: Option<OpenTier>) -> Tiered {
         let mut remotes = Vec::new();
-        for tier in &s.remote.tiers {
+        for tier in &settings.tiers {
             match Remote::open(
                 tier,
-                &s.remote,
-                s.ttl,
-                local.layout().remote_state_dir(),
+                settings,
+                local.settings().ttl,
+                local.layout().state_dir(),
                 local.file_mode(),
                 local.clock().clone(),
-                open_tier,
+                open,
             ) {
                 Ok(r) => remotes.push(r),
                 Err(e) => {
                     warn!("{e}; going on without this tier");
-                    local.count(Counter::RemoteErrors);
-                    local.count_on(&tier.url.to_string(), TierEvent::Errors, 1);
+                    local.count_named(Total::Errors.counter(), 1);
+                    local.count_named(&TierEvent::Errors.counter(&tier.url.to_string()), 1);
                 }
             }
         }
@@ -117,7 +124,23 @@ impl Tiered {
                 local: Arc::new(local),
                 remotes: remotes.into(),
             },
+            settings: settings.clone(),
         }
+    }
+
+    /// The local store alone, no tier behind it.
+    pub fn local_only(local: Store) -> Tiered {
+        Tiered::open(local, &RemoteSettings::default())
+    }
+
+    /// The chain's settings.
+    pub fn remote_settings(&self) -> &RemoteSettings {
+        &self.settings
+    }
+
+    /// `cache stats`: the local store's numbers and the chain's (nothing is contacted).
+    pub fn stats(&self) -> Result<crate::CacheStats> {
+        crate::stats::stats(self.local(), &self.settings)
     }
 
     /// Waits for the copies of earlier remote hits (into the local store and the faster
@@ -166,7 +189,7 @@ impl Tiered {
         }
         Ok(match self.remotes_lookup(key)? {
             Lookup::Hit(a) => {
-                super::atomic::write_hit_output(dest, &a.bytes, file_mode)?;
+                mck_store::write_hit_output(dest, &a.bytes, file_mode)?;
                 Streamed::Written {
                     key: a.key,
                     ingredients: a.ingredients,
@@ -275,7 +298,7 @@ impl Tiered {
             self.chain.local.now(),
             ingredients.clone(),
         );
-        let prefix = entry::encode_prefix(&meta)?;
+        let prefix = mck_store::encode_prefix(&meta)?;
         let stored =
             self.chain
                 .local
@@ -356,17 +379,11 @@ impl Chain {
             Ok(v) => v,
             Err(Refusal::Unauthenticated(why)) => {
                 let why = format!("is not authenticated ({why})");
-                return Ok(self.refuse(
-                    remote,
-                    key,
-                    first_look,
-                    &why,
-                    Counter::RemoteUnauthenticated,
-                ));
+                return Ok(self.refuse(remote, key, first_look, &why, Total::Unauthenticated));
             }
             Err(Refusal::Decode(DecodeError::Corrupt(c))) => {
                 let why = format!("is corrupt ({c})");
-                return Ok(self.refuse(remote, key, first_look, &why, Counter::RemoteCorrupt));
+                return Ok(self.refuse(remote, key, first_look, &why, Total::Corrupt));
             }
             Err(Refusal::Decode(DecodeError::UnsupportedVersion(v))) => {
                 info!(
@@ -401,7 +418,7 @@ impl Chain {
             return Ok(Lookup::Miss);
         }
         let path = self.local.layout().entry_path(key.digest());
-        self.local.count(Counter::RemoteHits);
+        self.count(Total::Hits);
         self.count_on(remote, TierEvent::Hits, 1);
         self.count_on(remote, TierEvent::BytesRead, entry_file.len() as u64);
         let payload = entry_file.slice(range);
@@ -469,7 +486,7 @@ impl Chain {
         key: &CacheKey,
         first_look: bool,
         why: &str,
-        counter: Counter,
+        counter: Total,
     ) -> Lookup {
         if first_look {
             warn!(
@@ -477,7 +494,7 @@ impl Chain {
                 remote.entry_path(key.digest()),
                 remote.shown()
             );
-            self.local.count(counter);
+            self.count(counter);
             self.count_on(remote, TierEvent::Misses, 1);
         }
         Lookup::Miss
@@ -513,7 +530,7 @@ impl Chain {
         }
         match remote.put(key.digest(), parts) {
             Ok(()) => {
-                self.local.count(Counter::RemoteWrites);
+                self.count(Total::Writes);
                 self.count_on(remote, TierEvent::Writes, 1);
                 let len: usize = parts.iter().map(|p| p.len()).sum();
                 self.count_on(remote, TierEvent::BytesWritten, len as u64);
@@ -528,22 +545,28 @@ impl Chain {
 
     fn count_miss(&self, remote: &Remote, first_look: bool) {
         if first_look {
-            self.local.count(Counter::RemoteMisses);
+            self.count(Total::Misses);
             self.count_on(remote, TierEvent::Misses, 1);
         }
     }
 
+    /// Bumps one of the chain's totals in the local store (best effort).
+    fn count(&self, total: Total) {
+        self.local.count_named(total.counter(), 1);
+    }
+
+    /// Adds `by` to the counter of `event` on `remote` (best effort).
     fn count_on(&self, remote: &Remote, event: TierEvent, by: u64) {
-        self.local.count_on(remote.shown(), event, by);
+        self.local.count_named(&event.counter(remote.shown()), by);
     }
 
     fn remote_failed(&self, remote: &Remote, e: &RemoteError) {
         let (total, own) = if e.is_skip() {
-            (Counter::RemoteSkipped, TierEvent::Skipped)
+            (Total::Skipped, TierEvent::Skipped)
         } else {
-            (Counter::RemoteErrors, TierEvent::Errors)
+            (Total::Errors, TierEvent::Errors)
         };
-        self.local.count(total);
+        self.count(total);
         self.count_on(remote, own, 1);
         remote.fallback(e, self.remotes.len() > 1);
     }
@@ -566,7 +589,7 @@ fn check(
     let start = remote
         .unseal(key.digest(), value, digests.body_mac)
         .map_err(Refusal::Unauthenticated)?;
-    let (meta, range) = entry::decode_digested(&value[start..], key.digest(), digests.payload)
+    let (meta, range) = mck_store::decode_digested(&value[start..], key.digest(), digests.payload)
         .map_err(Refusal::Decode)?;
     Ok((start, meta, range))
 }
@@ -591,16 +614,14 @@ fn saturating_deadline(start: Instant, timeout: Duration) -> Instant {
         .unwrap_or_else(|| start + CENTURY)
 }
 
-impl Store {
-    /// Bumps one event counter (best effort: a counter is never worth failing a lookup).
-    pub(super) fn count(&self, counter: Counter) {
-        self.index_best_effort("count a remote event", |ix| ix.add(counter, 1));
-    }
-
-    /// Adds `by` to the counter of `event` on the tier shown as `tier` (best effort).
-    fn count_on(&self, tier: &str, event: TierEvent, by: u64) {
-        let name = event.counter(tier);
-        let by = i64::try_from(by).unwrap_or(i64::MAX);
-        self.index_best_effort("count a tier event", |ix| ix.add_named(&name, by));
+impl Tiered {
+    /// As [`Tiered::put`] from a file: streamed into the local tier; a remote tier, which
+    /// takes whole values, gets the bytes read once more.
+    pub fn put_file(&self, key: &CacheKey, src: &Path, ingredients: &Value) -> Result<PutOutcome> {
+        if self.remotes().is_empty() {
+            return self.local().put_file(key, src, ingredients);
+        }
+        let bytes = std::fs::read(src).map_err(|e| StoreError::io("read", src, e))?;
+        self.put(key, &bytes, ingredients)
     }
 }

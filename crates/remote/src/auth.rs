@@ -22,7 +22,7 @@ use hmac::{Hmac, Mac};
 use rustix::fs::{Mode, OFlags};
 use sha2::Sha256;
 
-use super::super::fsutil;
+use mck_store::fsutil;
 
 const MAGIC: &[u8; 4] = b"MCKA";
 const VERSION: u8 = 1;
