@@ -21,6 +21,7 @@ use tracing::{info, warn};
 use super::atomic;
 use super::clock::{Clock, SystemClock, UnixMillis, ms_to_system_time};
 use super::entry::{self, EntryMeta, EntryState, Failure};
+use super::entry_file::{EntryRead, ValidEntry};
 use super::error::{Result, StoreError};
 use super::fsutil;
 use super::index::{Counter, Index, Row};
@@ -28,7 +29,6 @@ use super::key::CacheKey;
 use super::layout::Layout;
 use super::lock::{self, CompileLock};
 use super::pins::Pins;
-use super::read::{EntryRead, ValidEntry};
 use super::settings::Settings;
 use super::sqlite::{is_corruption, retry_busy};
 
@@ -100,7 +100,7 @@ impl Store {
     /// Opens with an injected clock (tests move time instead of sleeping).
     pub fn open_with_clock(settings: &Settings, clock: Arc<dyn Clock>) -> Result<Store> {
         let layout = Layout::new(&settings.cache_dir);
-        let read_only = settings.read_only || fsutil::is_read_only(&layout);
+        let read_only = settings.read_only || layout.is_read_only();
         let index = if read_only {
             open_read_only_index(settings, &layout)?
         } else {

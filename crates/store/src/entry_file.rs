@@ -74,3 +74,22 @@ pub fn len_and_mtime(meta: &Metadata) -> (u64, UnixMillis) {
     let mtime = meta.modified().map(system_time_to_ms).unwrap_or(0);
     (meta.len(), mtime)
 }
+
+/// What reading an entry file found.
+pub(super) enum EntryRead {
+    Absent,
+    Valid(Box<ValidEntry>),
+    /// Damaged: already quarantined.
+    Corrupt,
+    /// A newer format version: left alone.
+    Unsupported(u16),
+}
+
+/// A verified entry file, still open (its mtime is touched on use).
+pub(super) struct ValidEntry {
+    pub(super) file: File,
+    pub(super) size: u64,
+    pub(super) meta: EntryMeta,
+    pub(super) bytes: Vec<u8>,
+    pub(super) payload_start: usize,
+}

@@ -31,20 +31,6 @@ fn shared_with_us(meta: &Metadata) -> bool {
     ours && meta.mode() & 0o020 != 0
 }
 
-/// True when the cache directory, or the directory of its index, exists and cannot be
-/// written by this process (its mode, or a read-only file system): the cache is then used
-/// read-only. A directory that does not exist yet is not read-only: it is to be created.
-pub fn is_read_only(layout: &super::layout::Layout) -> bool {
-    let index_dir = layout.index_path().parent().unwrap_or(layout.root());
-    [layout.root(), index_dir].into_iter().any(|dir| {
-        matches!(
-            rustix::fs::access(dir, rustix::fs::Access::WRITE_OK),
-            Err(e) if e == rustix::io::Errno::ACCESS || e == rustix::io::Errno::ROFS
-                || e == rustix::io::Errno::PERM
-        )
-    })
-}
-
 /// Opens `path` for reading without following a symlink in its last component and without
 /// blocking (a FIFO in the cache would otherwise hang `open`); anything but a regular file is
 /// refused with `InvalidData`.

@@ -114,6 +114,20 @@ impl Layout {
             legacy_snapshot: self.root.join(super::events::LEGACY_STATS_FILE),
         }
     }
+    /// True when the cache directory, or the directory of its index, exists and cannot be
+    /// written by this process (its mode, or a read-only file system): the cache is then used
+    /// read-only. A directory that does not exist yet is not read-only: it is to be created.
+    pub fn is_read_only(&self) -> bool {
+        let index_dir = self.index_path().parent().unwrap_or(self.root());
+        [self.root(), index_dir].into_iter().any(|dir| {
+            matches!(
+                rustix::fs::access(dir, rustix::fs::Access::WRITE_OK),
+                Err(e) if e == rustix::io::Errno::ACCESS || e == rustix::io::Errno::ROFS
+                    || e == rustix::io::Errno::PERM
+            )
+        })
+    }
+
     /// Where layers above the store keep small state files of their own, one per name (the
     /// versioned directory, beside the index).
     pub fn state_dir(&self) -> &Path {

@@ -11,31 +11,12 @@ use tracing::debug;
 use super::cache::Store;
 use super::clock::ms_to_system_time;
 use super::entry::{self, DecodeError, EntryMeta};
-use super::entry_file::read_metadata_from;
+use super::entry_file::{EntryRead, ValidEntry, read_metadata_from};
 use super::error::{Result, StoreError};
 use super::fsutil;
 use super::index::{Counter, Row};
 use super::key::Digest;
 use super::quarantine::quarantine;
-
-/// What reading an entry file found.
-pub(super) enum EntryRead {
-    Absent,
-    Valid(Box<ValidEntry>),
-    /// Damaged: already quarantined.
-    Corrupt,
-    /// A newer format version: left alone.
-    Unsupported(u16),
-}
-
-/// A verified entry file, still open (its mtime is touched on use).
-pub(super) struct ValidEntry {
-    pub(super) file: File,
-    pub(super) size: u64,
-    pub(super) meta: EntryMeta,
-    pub(super) bytes: Vec<u8>,
-    pub(super) payload_start: usize,
-}
 
 impl Store {
     /// Reads and checks an entry's metadata (header and metadata checksum; not the payload),

@@ -11,10 +11,10 @@ use tempfile::NamedTempFile;
 use super::cache::PutOutcome;
 use super::cache::Store;
 use super::entry::{self, DecodeError, EntryMeta, HEADER_LEN};
+use super::entry_file::EntryRead;
 use super::entry_file::verify_from;
 use super::error::{Result, StoreError};
 use super::key::{CacheKey, Digest};
-use super::read::EntryRead;
 
 impl Store {
     /// The raw bytes of `key`'s entry file, fully verified: for sharing an entry with another
