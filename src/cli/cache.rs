@@ -33,7 +33,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             select,
             json,
         } => {
-            let chosen = addresses::select(&store, pattern.as_deref(), &select)?;
+            let chosen = addresses::select(store, pattern.as_deref(), &select)?;
             if json {
                 json_text(&chosen)?
             } else {
@@ -70,18 +70,18 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             name,
             select,
             json,
-        } => addresses::clear(&store, pattern.as_deref(), all, name.as_deref(), &select)?
+        } => addresses::clear(store, pattern.as_deref(), all, name.as_deref(), &select)?
             .render("clear", json)?,
         Command::Show { what, json } => {
-            let meta = stored::require(&store, &what)?;
-            let suspect = stored::suspect_of(&store, &meta)?;
+            let meta = stored::require(store, &what)?;
+            let suspect = stored::suspect_of(store, &meta)?;
             if json {
                 stored::json(&meta, suspect.as_ref())?
             } else {
                 stored::text(&meta, suspect.as_ref())
             }
         }
-        Command::Adopt { run, json } => addresses::adopt(&store, &run)?.render("adopt", json)?,
+        Command::Adopt { run, json } => addresses::adopt(store, &run)?.render("adopt", json)?,
         Command::Verify { json } => {
             let progress = Progress::bar("verifying entries", json);
             let report = store.verify(|done, total| progress.set(done, total))?;

@@ -172,7 +172,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
         }
         Command::Export { run, file, json } => {
             let progress = Progress::spinner("exporting", json);
-            let report = export(&store, &run, &file)?;
+            let report = export(store, &run, &file)?;
             drop(progress);
             report.render("export", json)?
         }
@@ -182,7 +182,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             json,
         } => {
             let progress = Progress::spinner("importing", json);
-            let report = import(&store, &file, adopt_cache)?;
+            let report = import(store, &file, adopt_cache)?;
             drop(progress);
             report.render("import", json)?
         }
