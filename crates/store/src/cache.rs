@@ -36,7 +36,8 @@ use super::sqlite::{is_corruption, retry_busy};
 #[derive(Clone, Debug, PartialEq)]
 pub struct Artefact {
     pub key: CacheKey,
-    /// The payload (a view: a remote hit shares the value it received with its back-fill).
+    /// The payload (a view: a caller may share the buffer it was read into, e.g. with a copy
+    /// being written beside it).
     pub bytes: Bytes,
     /// The key's readable ingredients as stored by the writer.
     pub ingredients: Value,
@@ -349,9 +350,9 @@ impl Store {
         self.publish_synced(key, meta, artefact_size, parts, self.settings.fsync)
     }
 
-    /// As [`Store::publish_parts`] for a copy of a remote entry (a back-fill): never synced.
+    /// As [`Store::publish_parts`] for a copy of an entry that is durable elsewhere: never synced.
     /// Every read verifies an entry, so a copy a crash tore is quarantined as a miss and fetched
-    /// again; what it saves is an fsync of the whole artefact on every remote hit.
+    /// again; what it saves is an fsync of the whole artefact on every copy.
     pub fn publish_copy(
         &self,
         key: &CacheKey,

@@ -290,8 +290,9 @@ pub fn decode(
     decode_digested(bytes, expected, None)
 }
 
-/// As [`decode`], with the SHA-256 of `bytes[offset..]` already computed (while a remote value
-/// arrived, `remote/receive.rs`); used only when `offset` is where this parse finds the payload.
+/// As [`decode`], with the SHA-256 of `bytes[offset..]` already computed (by a caller that
+/// hashed the bytes as they arrived); used only when `offset` is where this parse finds the
+/// payload.
 pub fn decode_digested(
     bytes: &[u8],
     expected: &Digest,

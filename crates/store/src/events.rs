@@ -1,5 +1,5 @@
-//! The event counters' one home (hits, misses, miss reasons, evictions, puts, remote counters…):
-//! `DIR/v1/counters.sqlite`, durable where the index is disposable, so statistics survive an
+//! The event counters' one home (hits, misses, miss reasons, evictions, puts, and the counters
+//! of the layers above…): `DIR/v1/counters.sqlite`, durable where the index is disposable, so statistics survive an
 //! index rebuild. The index connection attaches it (as `events`), so folding the use log in
 //! (`uses.rs`: a hit's last use and counter) is one transaction: last uses in the index, the
 //! counters here. It runs in WAL mode with

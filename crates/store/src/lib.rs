@@ -8,13 +8,14 @@
 //! Files, each with one job:
 //! - `settings`: the plain values a store is opened with (`mck-settings` reads them);
 //! - `key`: validating `<name>-<64 hex>`; `layout`: the versioned directory tree;
-//! - `entry`: the entry file format and its checksums; `entry_file`: reading one from a file;
+//! - `entry`: the entry file format and its checksums; `entry_file`: reading one from a file,
+//!   and what a read found;
 //!   `atomic`: temp file + rename publishing
 //!   (entries, and a compiler's output restored on a hit);
 //! - `index`: the SQLite index; `rebuild`: repairing it from the directory; `events`: the event
 //!   counters' durable home (and moving an older cache's into it);
-//! - `cache`: open, get, put; `read`: verified reads; `transfer`: entries moved between caches
-//!   and tiers, and entry files staged from outside; `evict`: LRU under TTL, sparing what
+//! - `cache`: open, get, put; `read`: verified reads; `transfer`: entries moved between caches,
+//!   and entry files staged from outside; `evict`: LRU under TTL, sparing what
 //!   `pins` names; `manage`: stats, list, clear, verify, gc;
 //! - `lock`: advisory compile locks; `quarantine`: moving damaged files aside; `suspect`:
 //!   entries a hit audit caught (kept, never served) and the audit counters;

@@ -1,4 +1,4 @@
-//! Moving entries between caches and tiers: export the verified bytes of an entry file, import
+//! Moving entries between caches: export the verified bytes of an entry file, import
 //! them elsewhere after verifying them again, or stage an entry file streamed from outside (a
 //! run archive, `mck-runs`) in `v1/tmp/`, verified, before publishing it.
 
