@@ -144,7 +144,7 @@ fn two_cache_dirs_sharing_a_bucket_hit_each_others_entries() {
     assert!(a["lease_tier"].is_null(), "{a}");
     let text = String::from_utf8(success(&mut t.mck("a", &["cache", "stats"]))).expect("utf-8");
     assert!(
-        text.contains("remote lease        none (no tier leases; s3 and gcs cannot"),
+        text.contains("remote lease        none (no tier of this chain leases"),
         "{text}"
     );
 }

@@ -179,7 +179,7 @@ pub(super) fn stats_text(all: &CacheStats) -> String {
 fn tiers_text(remote: &mck_remote::RemoteStats, out: &mut String) {
     let lease = match &remote.lease_tier {
         Some(tier) => format!("{tier} (one compile per key across hosts)"),
-        None => "none (no tier leases; s3 and gcs cannot: each host compiles a missing key itself)"
+        None => "none (no tier of this chain leases: each host compiles a missing key itself)"
             .to_owned(),
     };
     let _ = writeln!(out, "{:<19} {lease}", "remote lease");
