@@ -54,7 +54,7 @@ stop_redis() {
 garage_dir=$(mktemp -d)
 gcs_dir=$(mktemp -d)
 stop_servers() {
-  bash scripts/garage.sh stop "$garage_dir" || true
+  bash scripts/garage.sh stop "$garage_dir/cluster" || true
   bash scripts/gcs-emulator.sh stop "$gcs_dir" || true
   rm -rf "$garage_dir" "$gcs_dir"
   stop_redis
