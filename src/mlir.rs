@@ -15,6 +15,6 @@ pub(crate) mod walk;
 
 pub use context::new_context;
 pub use emit::{BYTECODE_VERSION, EmitError, PRODUCER, write_bytecode, write_bytecode_with};
-pub use isolate::{Isolation, default_timeout, isolate_bytecode_reads, read_bytecode_child};
-pub use parse::{ParseError, parse_module};
+pub use isolate::{Isolation, default_timeout, isolate_bytecode_reads};
+pub use parse::{ParseError, parse_module, read_bytecode_child};
 pub use walk::walks_on_this_thread;

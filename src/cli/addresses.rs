@@ -1,8 +1,7 @@
 //! Address views and operations behind `cache list`, `cache clear` and
 //! `cache adopt`.
 
-use super::cache::Select;
-use super::cache_args::state;
+use super::cache_args::{Select, state};
 use super::error::CliError;
 use super::output::Reported;
 use super::output::{pad, utc};

@@ -1,7 +1,7 @@
 //! `mlir-cache-key cache …`: inspect and manage the persistent cache.
 
 use super::addresses;
-pub use super::cache_args::{Command, Select};
+pub use super::cache_args::Command;
 use super::cache_args::{SortArg, state};
 use super::cache_text::{gc_text, stats_text, table, verify_text};
 use super::error::CliError;

@@ -2,39 +2,12 @@
 
 use super::error::CliError;
 use super::limits::InputLimits;
-use super::module::canonical_hlo;
+use super::module::{CanonFlags, CanonOptions as _, canonical_hlo};
 use super::{input, output};
-use crate::canon::{CanonicalModule, KernelMode, Options, timings};
+use crate::canon::{CanonicalModule, timings};
 use crate::mlir::{new_context, parse_module};
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-pub use mck_cli::flags::{CanonFlags, KernelArg};
-
-impl From<crate::canon::CanonError> for CliError {
-    fn from(e: crate::canon::CanonError) -> Self {
-        CliError::input(e)
-    }
-}
-
-/// The canonicalizer's options the flags ask for.
-pub trait CanonOptions {
-    fn options(&self) -> Options;
-}
-
-impl CanonOptions for CanonFlags {
-    fn options(&self) -> Options {
-        Options {
-            keep_locations: self.keep_locations,
-            ignore_custom_partitioning: self.ignore_custom_partitioning,
-            kernels: match self.kernels {
-                KernelArg::Strip => KernelMode::Strip,
-                KernelArg::Keep => KernelMode::Keep,
-            },
-            canonical_symbols: self.canonical_symbols,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Emit {

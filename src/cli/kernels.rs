@@ -1,9 +1,8 @@
 //! `mlir-cache-key kernels`: every embedded kernel, and how it is stripped.
 
-use super::canon::{CanonFlags, CanonOptions as _};
 use super::error::CliError;
 use super::limits::InputLimits;
-use super::module::canonical_hlo;
+use super::module::{CanonFlags, CanonOptions as _, canonical_hlo};
 use super::{input, output};
 use crate::canon::{CanonicalModule, KernelAction, KernelKind};
 use crate::mlir::{new_context, parse_module};

@@ -1,11 +1,10 @@
 //! `mlir-cache-key key`: the JAX-compatible key of a module, its trace, its
 //! record.
 
-use super::canon::{CanonFlags, KernelArg};
 use super::error::CliError;
 use super::key_args::KeyArgs;
 use super::limits::InputLimits;
-use super::module::with_computation;
+use super::module::{CanonFlags, KernelArg, with_computation};
 use super::output;
 use crate::key::{Computation, KeyRecord, MosaicKernels, Readable, compute};
 use anyhow::anyhow;

@@ -1,16 +1,40 @@
 //! What a MODULE argument is (MLIR or an XLA HloModuleProto, from its content or
 //! `--input-format`), and its canonical form as the key's computation entry.
 
-use super::canon::{CanonFlags, CanonOptions as _};
 use super::error::CliError;
 use super::input::{self, Input};
-use crate::canon::{CanonicalModule, module_name};
+use crate::canon::{CanonicalModule, KernelMode, Options, module_name};
 use crate::key::{CanonicalSource, Computation, SourceError};
 use crate::mlir::{new_context, parse_module};
 use anyhow::anyhow;
 use std::path::Path;
 
-pub use mck_cli::flags::InputFormat;
+pub use mck_cli::flags::{CanonFlags, InputFormat, KernelArg};
+
+impl From<crate::canon::CanonError> for CliError {
+    fn from(e: crate::canon::CanonError) -> Self {
+        CliError::input(e)
+    }
+}
+
+/// The canonicalizer's options the flags ask for.
+pub trait CanonOptions {
+    fn options(&self) -> Options;
+}
+
+impl CanonOptions for CanonFlags {
+    fn options(&self) -> Options {
+        Options {
+            keep_locations: self.keep_locations,
+            ignore_custom_partitioning: self.ignore_custom_partitioning,
+            kernels: match self.kernels {
+                KernelArg::Strip => KernelMode::Strip,
+                KernelArg::Keep => KernelMode::Keep,
+            },
+            canonical_symbols: self.canonical_symbols,
+        }
+    }
+}
 
 /// The canonical HloModuleProto of an input read as one.
 pub fn canonical_hlo(input: &Input, canon: &CanonFlags) -> Result<crate::hlo::Canonical, CliError> {

@@ -1,11 +1,11 @@
 //! `mlir-cache-key why A B`: which ingredient of two keys moved, and how; inside an embedded
 //! kernel, which operation of it (`why_kernel`).
 
-use super::canon::CanonFlags;
 use super::error::CliError;
 use super::key::record_for;
 use super::key_args::KeyArgs;
 use super::limits::InputLimits;
+use super::module::CanonFlags;
 use super::output;
 use super::settings::CacheOptions;
 use super::stored;

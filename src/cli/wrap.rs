@@ -4,10 +4,9 @@
 //! shape the table cannot read, or an input that cannot be keyed, runs the compiler uncached,
 //! with one info line saying why; a cache that cannot be used, with one warning.
 
-use super::canon::CanonFlags;
 use super::error::{CliError, Failure};
 use super::input;
-use super::module::with_computation_of;
+use super::module::{CanonFlags, with_computation_of};
 use super::settings::CacheOptions;
 use crate::exec::Finished;
 use mck_cli::bypass::{reason, run_bypassed, tolerated};

@@ -9,8 +9,6 @@
 //! normally. Without it (the library's default) bytecode is validated and
 //! read in-process.
 
-use super::parse::ParseError;
-use melior::ir::Module;
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
@@ -22,7 +20,7 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub struct Isolation {
     /// The program and arguments (the input's name is appended) that read
-    /// bytecode from stdin with [`read_bytecode_child`].
+    /// bytecode from stdin with [`read_bytecode_child`](super::read_bytecode_child).
     pub program: PathBuf,
     pub args: Vec<String>,
     /// A fixed time bound; `None` for [`default_timeout`] of the input's size.
@@ -30,7 +28,7 @@ pub struct Isolation {
 }
 
 /// Exit status of the child when MLIR rejected the bytes cleanly.
-const REJECTED: i32 = 3;
+pub(super) const REJECTED: i32 = 3;
 
 /// The default time bound: 30 s, plus 1 s per MiB.
 pub fn default_timeout(len: usize) -> Duration {
@@ -46,15 +44,11 @@ pub fn isolate_bytecode_reads(isolation: Isolation) {
 }
 
 /// Runs MLIR's reader on `bytes` in a child process, if isolation is
-/// installed. `Ok` means the bytes are safe to read in-process.
-pub(super) fn check_in_child(bytes: &[u8], name: &str) -> Result<(), ParseError> {
+/// installed. `Ok` means the bytes are safe to read in-process; `Err` holds
+/// the diagnostics (MLIR's, or why the child failed).
+pub(super) fn check_in_child(bytes: &[u8], name: &str) -> Result<(), String> {
     let Some(isolation) = ISOLATION.get() else {
         return Ok(());
-    };
-    let error = |diagnostics: String| ParseError {
-        input: name.to_string(),
-        diagnostics,
-        hint: None,
     };
     let mut child = Command::new(&isolation.program)
         .args(&isolation.args)
@@ -64,10 +58,10 @@ pub(super) fn check_in_child(bytes: &[u8], name: &str) -> Result<(), ParseError>
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| {
-            error(format!(
+            format!(
                 "{name}: cannot start {} to read the bytecode: {e}",
                 isolation.program.display()
-            ))
+            )
         })?;
     let limit = isolation
         .timeout
@@ -90,19 +84,17 @@ pub(super) fn check_in_child(bytes: &[u8], name: &str) -> Result<(), ParseError>
         .unwrap_or_default();
     match status {
         Ok(Some(status)) if status.success() => Ok(()),
-        Ok(Some(status)) if status.code() == Some(REJECTED) => Err(error(stdout)),
-        Ok(Some(status)) => Err(error(format!(
+        Ok(Some(status)) if status.code() == Some(REJECTED) => Err(stdout),
+        Ok(Some(status)) => Err(format!(
             "{name}: MLIR's bytecode reader {}: the bytecode is malformed in a way our \
              reader does not check{last_words}",
             describe(status)
-        ))),
-        Ok(None) => Err(error(format!(
+        )),
+        Ok(None) => Err(format!(
             "{name}: MLIR's bytecode reader did not finish within {} s, and was stopped",
             (limit.as_secs_f64() * 1000.0).round() / 1000.0
-        ))),
-        Err(e) => Err(error(format!(
-            "{name}: waiting for the bytecode reader: {e}"
-        ))),
+        )),
+        Err(e) => Err(format!("{name}: waiting for the bytecode reader: {e}")),
     }
 }
 
@@ -152,27 +144,5 @@ fn describe(status: ExitStatus) -> String {
         }
         (None, Some(code)) => format!("failed (exit status {code})"),
         (None, None) => "failed".to_string(),
-    }
-}
-
-/// The child's side: reads bytecode from stdin and parses it in-process,
-/// printing MLIR's diagnostics, then hands the module to `then`: the caller
-/// runs there what it will run on the module itself, so that a crash in a
-/// later step happens here too. Returns the exit status.
-pub fn read_bytecode_child(name: &str, then: impl FnOnce(Module<'_>)) -> u8 {
-    let mut bytes = Vec::new();
-    if std::io::stdin().read_to_end(&mut bytes).is_err() {
-        return 1;
-    }
-    let context = super::new_context();
-    match super::parse::parse_in_process(&context, &bytes, name) {
-        Ok(module) => {
-            then(module);
-            0
-        }
-        Err(e) => {
-            print!("{}", e.diagnostics);
-            REJECTED as u8
-        }
     }
 }

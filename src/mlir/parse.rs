@@ -9,6 +9,7 @@ use melior::ir::Module;
 use mlir_sys::MlirStringRef;
 use std::ffi::c_void;
 use std::fmt;
+use std::io::Read;
 
 /// Magic bytes at the start of every MLIR bytecode file.
 const BYTECODE_MAGIC: &[u8] = b"ML\xefR";
@@ -69,12 +70,34 @@ pub(crate) fn read_to_explain<'c>(
 }
 
 /// [`parse_module`] without the child process (the child's own side).
-pub(super) fn parse_in_process<'c>(
+fn parse_in_process<'c>(
     context: &'c Context,
     source: &[u8],
     name: &str,
 ) -> Result<Module<'c>, ParseError> {
     parse_with(context, source, name, false)
+}
+
+/// The child's side: reads bytecode from stdin and parses it in-process,
+/// printing MLIR's diagnostics, then hands the module to `then`: the caller
+/// runs there what it will run on the module itself, so that a crash in a
+/// later step happens here too. Returns the exit status.
+pub fn read_bytecode_child(name: &str, then: impl FnOnce(Module<'_>)) -> u8 {
+    let mut bytes = Vec::new();
+    if std::io::stdin().read_to_end(&mut bytes).is_err() {
+        return 1;
+    }
+    let context = super::context::new_context();
+    match parse_in_process(&context, &bytes, name) {
+        Ok(module) => {
+            then(module);
+            0
+        }
+        Err(e) => {
+            print!("{}", e.diagnostics);
+            super::isolate::REJECTED as u8
+        }
+    }
 }
 
 /// Bytecode is checked dialect-free, then (when `in_child`) read by MLIR in the isolated
@@ -88,9 +111,10 @@ fn parse_with<'c>(
     if is_bytecode(source) {
         check_bytecode(context, source, name)?;
         if in_child {
-            super::isolate::check_in_child(source, name).map_err(|mut e| {
-                e.hint = hint_for(&e.diagnostics);
-                e
+            super::isolate::check_in_child(source, name).map_err(|diagnostics| ParseError {
+                input: name.to_string(),
+                hint: hint_for(&diagnostics),
+                diagnostics,
             })?;
         }
     }

@@ -12,6 +12,7 @@ use super::error::Result;
 use super::reader::Reader;
 
 mod decode;
+mod lookup;
 #[cfg(test)]
 mod oracle;
 mod schema;
@@ -38,7 +39,7 @@ pub fn decode_blob(
     let mut out = Vec::new();
     for name in users {
         let schema =
-            schema::lookup(name).ok_or_else(|| format!("{name} is not in the property table"))?;
+            lookup::lookup(name).ok_or_else(|| format!("{name} is not in the property table"))?;
         let refs = decode::decode(bytes, base, schema, version, attrs)
             .map_err(|e| format!("as {name}: {e}"))?;
         out.extend(refs);

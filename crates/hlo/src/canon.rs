@@ -17,7 +17,7 @@ use prost::encoding::WireType;
 
 use crate::HloError;
 use crate::ids::{self, Ids, Role};
-use crate::schema::{self, Card, FieldInfo, Kind, Msg};
+use crate::schema::{self, Card, FieldInfo, Kind, Msg, normalize};
 use crate::wire::{self, Field};
 
 /// What canonicalization keeps besides what can change the compiled program.
@@ -404,16 +404,6 @@ fn check_wire_type(info: &FieldInfo, f: &Field, path: &Path) -> Result<(), HloEr
         offset: f.offset,
         path: path.render(),
     })
-}
-
-/// A varint as its kind reads it: bools are 0 or 1, 32-bit values sign-extended (the 5- and
-/// 10-byte encodings of a negative int32 are one value).
-pub(crate) fn normalize(kind: Kind, v: u64) -> u64 {
-    match kind {
-        Kind::Bool => u64::from(v != 0),
-        Kind::Int32 | Kind::Enum => i64::from(v as i32) as u64,
-        _ => v,
-    }
 }
 
 fn scalar(

@@ -113,6 +113,16 @@ pub fn lookup(msg: Msg, number: u32) -> Option<&'static FieldInfo> {
     table::lookup(fields(msg), number)
 }
 
+/// A varint as its kind reads it: bools are 0 or 1, 32-bit values sign-extended (the 5- and
+/// 10-byte encodings of a negative int32 are one value).
+pub(crate) fn normalize(kind: Kind, v: u64) -> u64 {
+    match kind {
+        Kind::Bool => u64::from(v != 0),
+        Kind::Int32 | Kind::Enum => i64::from(v as i32) as u64,
+        _ => v,
+    }
+}
+
 /// A field's name for paths and errors: its table name, or `#<number>` when unknown.
 pub fn field_name(msg: Msg, number: u32) -> String {
     table::name_of(lookup(msg, number), number)

@@ -4,8 +4,7 @@
 use prost::encoding::WireType;
 
 use crate::HloError;
-use crate::canon::normalize;
-use crate::schema::{self, Card, Kind, Msg};
+use crate::schema::{self, Card, Kind, Msg, normalize};
 use crate::wire;
 
 /// A decoded message: its fields in wire order (a packed field gives one entry per value).

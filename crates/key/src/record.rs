@@ -1,9 +1,7 @@
 //! The record of one key: each entry's digest, the running digest after it
 //! (JAX's trace) and its readable form. Saved as JSON (`key --json`, cache
-//! entries) and compared by [`super::explain`], which asks [`note_recipes`] whether the two
-//! keys followed different JAX recipes.
+//! entries) and compared by [`super::explain`].
 
-use super::explain::EntryDifference;
 use super::recipe::JaxRecipe;
 use serde::{Deserialize, Serialize};
 
@@ -127,34 +125,10 @@ impl KeyRecord {
     }
 }
 
-/// Puts first in `differences` that `a` and `b` followed different JAX recipes, and what
-/// differs between them; a difference of recipe explains a miss before any entry does.
-pub fn note_recipes(
-    a: &KeyRecord,
-    b: &KeyRecord,
-    mut differences: Vec<EntryDifference>,
-) -> Vec<EntryDifference> {
-    // Equal entries make equal keys, whatever the recipes.
-    if a.recipe == b.recipe || differences.is_empty() {
-        return differences;
-    }
-    let mut lines = vec![format!(
-        "made with different JAX recipes: {} → {}",
-        a.recipe, b.recipe
-    )];
-    if let (Some(ra), Some(rb)) = (JaxRecipe::named(&a.recipe), JaxRecipe::named(&b.recipe)) {
-        lines.extend(ra.differences(rb).into_iter().map(|l| format!("  {l}")));
-    }
-    let first = &mut differences[0];
-    lines.append(&mut first.details);
-    first.details = lines;
-    differences
-}
-
 #[cfg(test)]
 mod tests {
     use crate::flags::FlagSources;
-    use crate::{Computation, JaxRecipe, KeyInputs, compute, explain::explain};
+    use crate::{Computation, JaxRecipe, KeyInputs, compute};
 
     fn record(version: &str, xla_flags: &str) -> super::KeyRecord {
         let inputs = KeyInputs {
@@ -167,36 +141,6 @@ mod tests {
         };
         let recipe = JaxRecipe::for_version(version).unwrap();
         compute(Computation::Bytes(b"module"), &inputs, recipe).unwrap()
-    }
-
-    #[test]
-    fn why_says_first_that_the_recipes_differ() {
-        // Excluded from 0.11.1 on: the flags entry differs between the two releases.
-        let flags = "--xla_tpu_compiler_variant=a";
-        let old = record("0.9.2", flags);
-        let new = record("0.12.0.1", flags);
-        assert_eq!(
-            (old.recipe.as_str(), new.recipe.as_str()),
-            ("jax-0.8.2", "jax-0.12.0")
-        );
-        let why = explain(&old, &new);
-        let details = &why.differences[0].details;
-        assert_eq!(
-            details[0],
-            "made with different JAX recipes: jax-0.8.2 → jax-0.12.0"
-        );
-        assert!(
-            details
-                .iter()
-                .any(|l| l.contains("--xla_tpu_compiler_variant added"))
-        );
-        assert!(why.to_string().contains("different JAX recipes"), "{why}");
-
-        let same = explain(&new, &record("0.12.0", "--xla_other=1"));
-        assert!(!same.to_string().contains("recipes"), "{same}");
-        // Entries equal under both recipes: the same key, whatever the recipes.
-        // The variant is excluded by 0.12: its entries equal 0.9.2's without flags.
-        assert!(explain(&record("0.9.2", ""), &new).same_key());
     }
 
     #[test]

@@ -142,7 +142,8 @@ fn sparse_array(r: &mut Reader<'_>, what: &'static str, len: usize) -> Result<()
 
 #[cfg(test)]
 mod tests {
-    use super::super::schema::{lookup, opt, req};
+    use super::super::lookup::lookup;
+    use super::super::schema::{opt, req};
     use super::*;
 
     fn any(_: usize, _: Kind) -> bool {

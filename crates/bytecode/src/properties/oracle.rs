@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::schema::lookup;
+use super::lookup::lookup;
 use crate::model::Parsed;
 
 /// `op(fields)` → count, for the operations given with at least one field.

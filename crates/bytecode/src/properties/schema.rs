@@ -17,8 +17,6 @@
 //! The per-op facts (attribute names, required or not, the kind their
 //! constraint implies, segment counts) are the generated `table.rs`.
 
-use super::table::OPS;
-
 /// What an attribute's constraint says about the referenced entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -105,61 +103,5 @@ impl OpSchema {
     /// Whether the op writes segment sizes.
     pub fn has_segments(&self) -> bool {
         self.operand_segments > 0 || self.result_segments > 0
-    }
-}
-
-/// The schema of operation `name` (`dialect.op`), if the table has it.
-pub fn lookup(name: &str) -> Option<&'static OpSchema> {
-    OPS.binary_search_by(|op| op.name.cmp(name))
-        .ok()
-        .map(|i| &OPS[i])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_is_sorted_by_op_and_attribute_name() {
-        for pair in OPS.windows(2) {
-            assert!(
-                pair[0].name < pair[1].name,
-                "{} before {}",
-                pair[0].name,
-                pair[1].name
-            );
-        }
-        for op in OPS {
-            for pair in op.attrs.windows(2) {
-                assert!(
-                    pair[0].name < pair[1].name,
-                    "{}: {} before {}",
-                    op.name,
-                    pair[0].name,
-                    pair[1].name
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn lookup_finds_triton_and_upstream_ops() {
-        let load = lookup("tt.load").expect("tt.load");
-        assert_eq!(load.operand_segments, 3);
-        let func = lookup("tt.func").expect("tt.func");
-        let names: Vec<_> = func.attrs.iter().map(|f| f.name).collect();
-        assert_eq!(
-            names,
-            [
-                "arg_attrs",
-                "function_type",
-                "res_attrs",
-                "sym_name",
-                "sym_visibility"
-            ]
-        );
-        assert!(lookup("arith.addf").is_some());
-        assert!(lookup("tt.splat").is_none(), "no properties, no row");
-        assert!(lookup("tt.nope").is_none());
     }
 }
