@@ -32,13 +32,14 @@ use mck_store::{
 };
 
 use crate::auth::AuthError;
+use crate::backend::OpenTier;
 use crate::backfill::Backfills;
 use crate::error::RemoteError;
 use crate::receive::Digests;
 use crate::remote::Remote;
 use crate::settings::RemoteSettings;
 use crate::stats::{TierEvent, Total};
-use crate::tier::{Lease, LeaseAttempt, OpenTier};
+use crate::tier::{Lease, LeaseAttempt};
 
 const FIRST_PAUSE: Duration = Duration::from_millis(50);
 const MAX_PAUSE: Duration = Duration::from_secs(1);

@@ -7,6 +7,7 @@
 //! Files:
 //! - `settings`: the chain's settings as plain values; `tier_url`: a tier's URL, checked by its
 //!   backend, and a chain of them; `schemes`: the scheme table that picks the backend;
+//!   `backend`: what a backend is ([`Backend`]) and the URL pieces backends share;
 //! - `tier`: the [`Tier`] trait every backend implements; `backends/`: one file per backend
 //!   (`redis.rs` with its client `redis_client.rs`; `buckets.rs` over `object_store.rs`);
 //! - `remote`: one opened tier ([`Remote`]) — a backend inside the key layout, the seal (`auth`),
@@ -20,6 +21,7 @@
 //! lock, remote lease); look up again; compile; store the result or the failure; release.
 
 mod auth;
+mod backend;
 mod backends;
 mod backfill;
 mod breaker;
@@ -35,6 +37,7 @@ mod tier;
 mod tier_url;
 
 pub use auth::{AuthError, MAX_SECRET_LEN, MIN_SECRET_LEN, Secret};
+pub use backend::{Backend, OpenTier, Parsed, UrlError};
 pub use backends::PART_BYTES;
 pub use breaker::{Breaker, marked_down_until, state_file_name};
 pub use chain::{Claim, CompileClaim, Tiered};
@@ -42,13 +45,10 @@ pub use compile::{Compiled, Served};
 pub use error::{RemoteError, ServiceError, one_line, show_ms};
 pub use receive::{Digests, Received};
 pub use remote::Remote;
-pub use schemes::Backend;
 pub use settings::{DEFAULT_LEASE, DEFAULT_RETRY_AFTER, DEFAULT_TIMEOUT, RemoteSettings};
 pub use stats::{CacheStats, RemoteStats, TierEvent, TierStats, Total};
-pub use tier::{Lease, LeaseAttempt, OpenTier, Tier, TierOptions};
-pub use tier_url::{
-    Parsed, READ_ONLY_OPTION, RemoteTier, TierUrl, UrlError, parse_chain, parse_tier, redact,
-};
+pub use tier::{Lease, LeaseAttempt, Tier, TierOptions};
+pub use tier_url::{READ_ONLY_OPTION, RemoteTier, TierUrl, parse_chain, parse_tier, redact};
 
 #[cfg(test)]
 mod tests {

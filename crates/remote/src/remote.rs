@@ -20,11 +20,12 @@ use mck_store::{Clock, Digest, UnixMillis};
 use tracing::debug;
 
 use crate::auth::{self, AuthError, Secret};
+use crate::backend::OpenTier;
 use crate::breaker::{Breaker, state_file_name};
 use crate::error::RemoteError;
 use crate::receive::{self, Received};
 use crate::settings::RemoteSettings;
-use crate::tier::{LeaseAttempt, OpenTier, Tier, TierOptions};
+use crate::tier::{LeaseAttempt, Tier, TierOptions};
 use crate::tier_url::RemoteTier;
 
 /// An open remote tier: one [`Tier`] implementation inside what every service gets alike —
@@ -70,7 +71,7 @@ impl Remote {
             clock,
         ));
         let tier = open.unwrap_or(url.backend().open)(
-            url,
+            url.url(),
             TierOptions {
                 shown: shown.clone(),
                 timeout: settings.timeout,

@@ -1,24 +1,9 @@
 //! The scheme table: which backend serves a tier URL. A backend is one file under `backends/`
-//! that exports a [`Backend`] (its schemes, whether it leases, how it checks its URL and opens
+//! that exports a [`Backend`] (`backend.rs`: its schemes, whether it leases, how it checks its URL and opens
 //! its tier) and one line below; nothing else in the workspace names it.
 
+use crate::backend::{Backend, UrlError};
 use crate::backends;
-use crate::tier::OpenTier;
-use crate::tier_url::{Parsed, UrlError};
-
-/// One kind of remote storage.
-pub struct Backend {
-    /// The URL schemes it answers to; the first is its name.
-    pub schemes: &'static [&'static str],
-    /// The URL's form, for messages (`redis://HOST:PORT/DB`).
-    pub form: &'static str,
-    /// Whether its tier takes compile leases (one compile per key across hosts).
-    pub leases: bool,
-    /// Checks a URL of one of its schemes; nothing is contacted.
-    pub parse: fn(&url::Url) -> Result<Parsed, UrlError>,
-    /// Sets the tier up for a URL it checked; nothing is contacted yet.
-    pub open: OpenTier,
-}
 
 /// Every backend of this build (S3 and GCS are cargo features, on by default).
 const BACKENDS: &[&Backend] = &[

@@ -3,7 +3,7 @@
 //! is the same for every service — the key layout, the HMAC seal, the circuit breaker and the
 //! read-only setting — is done once around it (`remote.rs`), and the entry checks once in
 //! `chain.rs`, so a new service is one more implementation (`backends/`) and one line in the
-//! scheme table (`schemes.rs`), never a branch elsewhere.
+//! scheme table (`schemes.rs`, each entry a `backend.rs` [`crate::backend::Backend`]), never a branch elsewhere.
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -13,7 +13,6 @@ use bytes::Bytes;
 
 use crate::breaker::Breaker;
 use crate::error::RemoteError;
-use crate::tier_url::TierUrl;
 
 /// A held compile lease: released when dropped (or, if this process dies, when it expires).
 pub trait Lease: Debug + Send {
@@ -69,7 +68,7 @@ pub trait Tier: Debug + Send + Sync {
         Ok(())
     }
 
-    /// Tries to take the compile lease at `path` (a backend whose [`crate::schemes::Backend`]
+    /// Tries to take the compile lease at `path` (a backend whose [`crate::backend::Backend`]
     /// says it leases implements this and [`Tier::lease_holder`]).
     fn lease(&self, _path: &str) -> Result<LeaseAttempt, RemoteError> {
         Ok(LeaseAttempt::Unsupported)
@@ -94,6 +93,3 @@ pub struct TierOptions {
     /// Told about failures that happen outside a call (a lease renewed in the background).
     pub breaker: Arc<Breaker>,
 }
-
-/// Sets a tier up for a URL (nothing is contacted yet): a backend's `open`, or a test's own.
-pub type OpenTier = fn(&TierUrl, TierOptions) -> Result<Box<dyn Tier>, RemoteError>;

@@ -12,25 +12,11 @@ use std::fmt;
 
 use url::Url;
 
-use crate::schemes::{self, Backend};
+use crate::backend::{Backend, Parsed, UrlError};
+use crate::schemes;
 
 /// The query option that makes one tier of a chain read-only.
 pub const READ_ONLY_OPTION: &str = "read_only";
-
-/// Why a URL was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct UrlError(pub String);
-
-/// What a backend reads from its URL when it checks it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Parsed {
-    /// The key (object path) prefix every entry and lease lives under; no leading or trailing
-    /// `/`.
-    pub prefix: String,
-    /// The URL as messages show it: normalized, password replaced by `***`.
-    pub shown: String,
-}
 
 /// A tier's URL, checked by its backend.
 #[derive(Clone)]
@@ -199,45 +185,6 @@ pub fn parse_chain(text: &str) -> Result<Vec<RemoteTier>, UrlError> {
         return Err(UrlError("the list of tiers is empty".into()));
     }
     Ok(tiers)
-}
-
-/// Non-empty path segments of `url`, percent-decoded; `.` and `..` refused (they would escape
-/// the prefix). For backends that read a prefix from the path.
-pub(crate) fn path_segments(url: &Url) -> Result<Vec<String>, UrlError> {
-    let mut out = Vec::new();
-    for raw in url.path().split('/').filter(|s| !s.is_empty()) {
-        let s = percent_decode(raw)
-            .ok_or_else(|| UrlError(format!("path segment {raw:?} is not valid UTF-8")))?;
-        if s == "." || s == ".." || s.contains('/') {
-            return Err(UrlError(format!(
-                "path segment {s:?} is not allowed in the prefix"
-            )));
-        }
-        out.push(s);
-    }
-    Ok(out)
-}
-
-/// `s` with its `%XX` escapes decoded; `None` when the result is not UTF-8.
-pub(crate) fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Some(v) = std::str::from_utf8(&bytes[i + 1..i + 3])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(v);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// `text` with any `user:password@` part replaced by `***@`, for messages about a URL that did

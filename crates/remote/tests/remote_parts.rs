@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use bytes::Bytes;
-use mck_remote::{RemoteError, RemoteSettings, Tier, TierOptions, TierUrl, Tiered};
+use mck_remote::{RemoteError, RemoteSettings, Tier, TierOptions, Tiered};
 use mck_store::{CacheKey, Lookup, Settings, Store};
 
 /// Objects by path, shared by every tier of this test binary (paths hold distinct digests).
@@ -62,7 +62,7 @@ impl Tier for Memory {
     }
 }
 
-fn open_memory(_: &TierUrl, _: TierOptions) -> Result<Box<dyn Tier>, RemoteError> {
+fn open_memory(_: &url::Url, _: TierOptions) -> Result<Box<dyn Tier>, RemoteError> {
     Ok(Box::new(Memory))
 }
 

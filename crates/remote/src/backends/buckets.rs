@@ -20,10 +20,9 @@ use std::collections::BTreeMap;
 use url::Url;
 
 use super::object_store::ObjectStore;
+use crate::backend::{Backend, Parsed, UrlError, path_segments};
 use crate::error::RemoteError;
-use crate::schemes::Backend;
 use crate::tier::{Tier, TierOptions};
-use crate::tier_url::{Parsed, TierUrl, UrlError, path_segments};
 
 #[cfg(feature = "remote-s3")]
 pub const S3: Backend = Backend {
@@ -57,16 +56,16 @@ const GCS_OPTIONS: &[&str] = &["endpoint", "credential_path"];
 /// The object store of a bucket URL, its operator made by `build` from the URL and the
 /// process's environment (nothing is contacted yet).
 fn open(
-    url: &TierUrl,
+    url: &Url,
     options: TierOptions,
     build: fn(&BucketTarget, &Env) -> Result<opendal::Operator, opendal::Error>,
 ) -> Result<Box<dyn Tier>, RemoteError> {
-    let allowed = if url.service() == "s3" {
+    let allowed = if url.scheme() == "s3" {
         S3_OPTIONS
     } else {
         GCS_OPTIONS
     };
-    let target = BucketTarget::parse(url.url(), allowed).map_err(|e| RemoteError::Setup {
+    let target = BucketTarget::parse(url, allowed).map_err(|e| RemoteError::Setup {
         remote: options.shown.clone(),
         reason: e.to_string(),
     })?;

@@ -8,16 +8,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use url::Url;
 
-use super::redis_client::RedisClient;
+use super::redis_client::{RedisClient, Target};
+use crate::backend::Backend;
 use crate::error::RemoteError;
-use crate::schemes::Backend;
 use crate::tier::{LeaseAttempt, Tier, TierOptions};
-use crate::tier_url::{Parsed, TierUrl, UrlError, path_segments, percent_decode};
-
-/// Default key prefix inside a Redis database.
-pub const DEFAULT_PREFIX: &str = "mlir-cache-key";
-/// Redis's port when the URL names none.
-pub const DEFAULT_PORT: u16 = 6379;
 
 pub const BACKEND: Backend = Backend {
     schemes: &["redis", "rediss"],
@@ -26,103 +20,6 @@ pub const BACKEND: Backend = Backend {
     parse: |url| Target::parse(url).map(|t| t.parsed()),
     open: |url, options| Ok(Box::new(RedisTier::open(url, options)?)),
 };
-
-/// A Redis server, database and key prefix, as the URL names them.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Target {
-    pub host: String,
-    pub port: u16,
-    pub db: i64,
-    pub username: Option<String>,
-    pub password: Option<String>,
-    /// Keys are `PREFIX/…`; never empty, no leading or trailing `/`.
-    pub prefix: String,
-}
-
-impl Target {
-    pub fn parse(url: &Url) -> Result<Target, UrlError> {
-        if url.scheme() == "rediss" {
-            return Err(UrlError(
-                "TLS Redis (rediss://) is not supported; use redis:// on a trusted network or a TLS tunnel"
-                    .to_owned(),
-            ));
-        }
-        let host = match url.host_str() {
-            Some(h) if !h.is_empty() => h.trim_start_matches('[').trim_end_matches(']'),
-            _ => {
-                return Err(UrlError(
-                    "a redis URL needs a host: redis://HOST:PORT/DB".into(),
-                ));
-            }
-        };
-        if url.query().is_some() || url.fragment().is_some() {
-            return Err(UrlError(
-                "a redis URL takes no query or fragment: redis://HOST:PORT/DB[/PREFIX]".into(),
-            ));
-        }
-        let mut segments = path_segments(url)?;
-        let db = if segments.is_empty() {
-            0
-        } else {
-            let first = segments.remove(0);
-            first
-                .parse::<i64>()
-                .ok()
-                .filter(|n| (0..=1_000_000).contains(n))
-                .ok_or_else(|| {
-                    UrlError(format!(
-                        "expected a database number after the host (redis://HOST:PORT/DB), got {first:?}"
-                    ))
-                })?
-        };
-        let prefix = if segments.is_empty() {
-            DEFAULT_PREFIX.to_owned()
-        } else {
-            segments.join("/")
-        };
-        let decode = |s: &str| -> Result<String, UrlError> {
-            percent_decode(s)
-                .ok_or_else(|| UrlError("the user name or password is not valid UTF-8".into()))
-        };
-        let username = (!url.username().is_empty())
-            .then(|| decode(url.username()))
-            .transpose()?;
-        let password = url.password().map(decode).transpose()?;
-        Ok(Target {
-            host: host.to_owned(),
-            port: url.port().unwrap_or(DEFAULT_PORT),
-            db,
-            username,
-            password,
-            prefix,
-        })
-    }
-
-    /// The prefix, and the URL as shown: port and database always, the prefix unless it is the
-    /// default, the password as `***`.
-    fn parsed(&self) -> Parsed {
-        let mut shown = "redis://".to_owned();
-        match (&self.username, &self.password) {
-            (Some(u), Some(_)) => shown += &format!("{u}:***@"),
-            (None, Some(_)) => shown += ":***@",
-            (Some(u), None) => shown += &format!("{u}@"),
-            (None, None) => {}
-        }
-        if self.host.contains(':') {
-            shown += &format!("[{}]", self.host);
-        } else {
-            shown += &self.host;
-        }
-        shown += &format!(":{}/{}", self.port, self.db);
-        if self.prefix != DEFAULT_PREFIX {
-            shown += &format!("/{}", self.prefix);
-        }
-        Parsed {
-            prefix: self.prefix.clone(),
-            shown,
-        }
-    }
-}
 
 /// A Redis database under a key prefix.
 #[derive(Debug)]
@@ -134,8 +31,8 @@ pub struct RedisTier {
 
 impl RedisTier {
     /// Connects lazily: nothing is contacted yet.
-    pub fn open(url: &TierUrl, options: TierOptions) -> Result<RedisTier, RemoteError> {
-        let target = Target::parse(url.url()).map_err(|e| RemoteError::Setup {
+    pub fn open(url: &Url, options: TierOptions) -> Result<RedisTier, RemoteError> {
+        let target = Target::parse(url).map_err(|e| RemoteError::Setup {
             remote: options.shown.clone(),
             reason: e.to_string(),
         })?;
@@ -194,6 +91,7 @@ impl Tier for RedisTier {
 
 #[cfg(test)]
 mod tests {
+    use super::super::redis_client::DEFAULT_PREFIX;
     use super::*;
 
     fn redis(text: &str) -> Target {

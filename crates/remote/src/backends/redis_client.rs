@@ -23,10 +23,114 @@ use bytes::Bytes;
 use redis::{Client, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo};
 use tracing::{debug, warn};
 
-use super::redis::Target;
+use url::Url;
+
+use crate::backend::{Parsed, UrlError, path_segments, percent_decode};
 use crate::breaker::Breaker;
 use crate::error::{RemoteError, one_line};
 use crate::tier::{Lease, LeaseAttempt};
+
+/// Default key prefix inside a Redis database.
+pub const DEFAULT_PREFIX: &str = "mlir-cache-key";
+/// Redis's port when the URL names none.
+pub const DEFAULT_PORT: u16 = 6379;
+
+/// A Redis server, database and key prefix, as the URL names them.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Target {
+    pub host: String,
+    pub port: u16,
+    pub db: i64,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    /// Keys are `PREFIX/…`; never empty, no leading or trailing `/`.
+    pub prefix: String,
+}
+
+impl Target {
+    pub fn parse(url: &Url) -> Result<Target, UrlError> {
+        if url.scheme() == "rediss" {
+            return Err(UrlError(
+                "TLS Redis (rediss://) is not supported; use redis:// on a trusted network or a TLS tunnel"
+                    .to_owned(),
+            ));
+        }
+        let host = match url.host_str() {
+            Some(h) if !h.is_empty() => h.trim_start_matches('[').trim_end_matches(']'),
+            _ => {
+                return Err(UrlError(
+                    "a redis URL needs a host: redis://HOST:PORT/DB".into(),
+                ));
+            }
+        };
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(UrlError(
+                "a redis URL takes no query or fragment: redis://HOST:PORT/DB[/PREFIX]".into(),
+            ));
+        }
+        let mut segments = path_segments(url)?;
+        let db = if segments.is_empty() {
+            0
+        } else {
+            let first = segments.remove(0);
+            first
+                .parse::<i64>()
+                .ok()
+                .filter(|n| (0..=1_000_000).contains(n))
+                .ok_or_else(|| {
+                    UrlError(format!(
+                        "expected a database number after the host (redis://HOST:PORT/DB), got {first:?}"
+                    ))
+                })?
+        };
+        let prefix = if segments.is_empty() {
+            DEFAULT_PREFIX.to_owned()
+        } else {
+            segments.join("/")
+        };
+        let decode = |s: &str| -> Result<String, UrlError> {
+            percent_decode(s)
+                .ok_or_else(|| UrlError("the user name or password is not valid UTF-8".into()))
+        };
+        let username = (!url.username().is_empty())
+            .then(|| decode(url.username()))
+            .transpose()?;
+        let password = url.password().map(decode).transpose()?;
+        Ok(Target {
+            host: host.to_owned(),
+            port: url.port().unwrap_or(DEFAULT_PORT),
+            db,
+            username,
+            password,
+            prefix,
+        })
+    }
+
+    /// The prefix, and the URL as shown: port and database always, the prefix unless it is the
+    /// default, the password as `***`.
+    pub fn parsed(&self) -> Parsed {
+        let mut shown = "redis://".to_owned();
+        match (&self.username, &self.password) {
+            (Some(u), Some(_)) => shown += &format!("{u}:***@"),
+            (None, Some(_)) => shown += ":***@",
+            (Some(u), None) => shown += &format!("{u}@"),
+            (None, None) => {}
+        }
+        if self.host.contains(':') {
+            shown += &format!("[{}]", self.host);
+        } else {
+            shown += &self.host;
+        }
+        shown += &format!(":{}/{}", self.port, self.db);
+        if self.prefix != DEFAULT_PREFIX {
+            shown += &format!("/{}", self.prefix);
+        }
+        Parsed {
+            prefix: self.prefix.clone(),
+            shown,
+        }
+    }
+}
 
 /// A value is read in parts of this size (`RedisClient::get_parts`).
 pub const PART_BYTES: usize = 1 << 20;
