@@ -1,6 +1,7 @@
-//! The sampling of hit audits against a fixed table (`data/audit_sampling.json`): the same
-//! table is checked against the Python extension (python/tests/test_verify_hits.py), so one
-//! seed picks the same hits in the CLI and under JAX.
+//! Hit audits have one home (`mck_exec::audit`). The sampling against a fixed table
+//! (`data/audit_sampling.json`): the same table is checked against the Python extension
+//! (python/tests/test_verify_hits.py), so one seed picks the same hits in the CLI and under
+//! JAX. And the Python side spells no outcome, checks no rate and samples nothing itself.
 
 use mck_exec::audit::{Sampler, sampled};
 use serde_json::Value;
@@ -42,5 +43,29 @@ fn a_sampler_asks_the_table_function_in_order() {
             row["sampled"].as_bool().unwrap(),
             "{row}"
         );
+    }
+}
+
+#[test]
+fn python_spells_no_outcome_and_samples_nothing_itself() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for file in [
+        "python/mlir_cache_key/_audit.py",
+        "python/mlir_cache_key/jax.py",
+        "python/src/audit.rs",
+        "python/src/lib.rs",
+    ] {
+        let text = std::fs::read_to_string(repo.join(file)).expect(file);
+        for outcome in mck_exec::audit::OUTCOMES {
+            let name = mck_exec::audit::outcome_name(outcome);
+            for spelling in [name.to_owned(), name.replace(' ', "_")] {
+                for quoted in [format!("\"{spelling}\""), format!("'{spelling}'")] {
+                    assert!(!text.contains(&quoted), "{file} spells {quoted} itself");
+                }
+            }
+        }
+        for own in ["import random", "random.Random", "0.0 <= value <= 1.0"] {
+            assert!(!text.contains(own), "{file}: {own}");
+        }
     }
 }
