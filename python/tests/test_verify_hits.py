@@ -279,7 +279,7 @@ def test_the_verdict_is_the_clis():
 
         def compile_fresh():
             run = next(runs)
-            if isinstance(run, Exception):
+            if isinstance(run, BaseException):
                 raise run
             return run
         return compile_fresh
