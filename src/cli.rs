@@ -42,10 +42,9 @@ pub use error::Failure;
     after_help = error::exit_codes_help()
 )]
 pub struct Cli {
-    /// Log level: error, warning, info or debug, any case [default: warning,
-    /// or --log_level in MLIR_CACHE_KEY_FLAGS, which takes the same words].
-    #[arg(long, global = true, value_name = "LEVEL", ignore_case = true)]
-    log_level: Option<logging::Level>,
+    /// The program's options from the settings table (`--log-level`).
+    #[command(flatten)]
+    program: settings::ProgramOptions,
 
     #[command(subcommand)]
     command: Command,
@@ -130,7 +129,11 @@ pub fn main() -> ExitCode {
         Command::Config(m) => Some(&m.cache),
         _ => None,
     };
-    logging::init(cli.log_level.or_else(|| logging::flags_level(cache)));
+    logging::init(
+        cli.program
+            .log_level()
+            .or_else(|| logging::flags_level(cache)),
+    );
     match run(cli) {
         Ok(code) => code,
         Err(e) => e.report(),

@@ -8,64 +8,48 @@ The verdict, as for `mlir-cache-key exec --verify-hits`:
   executables are not byte for byte reproducible, and they carry source
   locations the key leaves out; docs/jax-releases.md);
 - it differs: compile once more; two fresh artefacts that differ from each
-  other make the compiler nondeterministic for this input (the fresh one is
-  used, the entry is not blamed);
+  other (or a second compile that raises) make the compiler nondeterministic
+  for this input (the fresh one is used, the entry is not blamed);
 - two fresh artefacts that agree and differ from the stored one: a false hit.
   The fresh artefact is used, the entry is marked suspect in the store (never
   served again) and a WARNING names the key and the entry.
 Each verdict is counted in the store (`cache stats`).
 
 `Cache.compile_once(..., verify_rate=)` audits through `audit_stored`, and
-`mlir_cache_key.jax.install(verify_hits=)` through `audit_jax_hit`. The
-sampling is seeded by `MLIR_CACHE_KEY_AUDIT_SEED` when set (as for the CLI), so
-tests can replay it.
+`mlir_cache_key.jax.install(verify_hits=)` through `audit_jax_hit`.
+
+The rate's check, the sampling, the verdict and the outcomes' names are the
+CLI's own (`mck_exec::audit` in Rust), called through the extension: one seed
+(`MLIR_CACHE_KEY_AUDIT_SEED`) picks the same hits here and in
+`mlir-cache-key exec --verify-hits`, and an outcome is spelled the same in the
+run records, the logs and here. What stays here is what only Python has: the
+compile (JAX's or a compile function), the comparison of two artefacts, and
+the log of a verdict.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import random
-import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
-CONFIRMED = "confirmed"
-FALSE_HIT = "false_hit"
-NONDETERMINISTIC = "nondeterministic"
-SEED_VARIABLE = "MLIR_CACHE_KEY_AUDIT_SEED"
+from . import _native
+
+CONFIRMED, FALSE_HIT, NONDETERMINISTIC = _native.AUDIT_OUTCOMES
+SEED_VARIABLE = _native.AUDIT_SEED_VARIABLE
 
 _log = logging.getLogger(__name__)
 
 
 def check_rate(rate, name: str = "verify_hits") -> float:
     """`rate` as a float in [0, 1], or ValueError naming the argument."""
-    try:
-        value = float(rate)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number from 0 to 1, not {rate!r}") from None
-    if not 0.0 <= value <= 1.0:  # also refuses NaN
-        raise ValueError(f"{name} must be from 0 to 1, not {rate!r}")
-    return value
+    return _native.check_rate(rate, name)
 
 
-class Sampler:
-    """Which hits are audited: each with probability `rate`, from one random
-    stream per process (seeded by `MLIR_CACHE_KEY_AUDIT_SEED` when set)."""
-
-    def __init__(self, seed: str | None = None):
-        if seed is None:
-            seed = os.environ.get(SEED_VARIABLE)
-        self._random = random.Random(seed)
-        self._lock = threading.Lock()
-
-    def sampled(self, rate: float) -> bool:
-        if rate <= 0.0:
-            return False  # draws nothing: rate 0 leaves the stream where it was
-        with self._lock:
-            return self._random.random() < rate
-
+# Which hits are audited: `Sampler(seed)` with `sampled(rate, key)`, seeded by
+# `MLIR_CACHE_KEY_AUDIT_SEED` when no seed is given (as for the CLI).
+Sampler = _native.AuditSampler
 
 SAMPLER = Sampler()
 
@@ -99,14 +83,8 @@ class Built:
 
 def verdict(stored: Built, compile_fresh: Callable[[], Built]) -> tuple[str, Built]:
     """The audit of one hit: the outcome and the fresh artefact to serve
-    (the first compile's)."""
-    fresh = compile_fresh()
-    if fresh.same(stored):
-        return CONFIRMED, fresh
-    again = compile_fresh()
-    if not again.same(fresh):
-        return NONDETERMINISTIC, fresh
-    return FALSE_HIT, fresh
+    (the first compile's), by the CLI's verdict (`mck_exec::audit::verdict`)."""
+    return _native.audit_verdict(stored, compile_fresh, Built.same)
 
 
 def settle(cache, key: str, outcome: str, stored: bytes, fresh: bytes,
@@ -135,7 +113,7 @@ def _audited(cache, rate: float, key: str, stored: Built, compile_fresh,
              logger: logging.Logger, what: str) -> Built | None:
     """The fresh artefact to serve instead of the stored one, or None (not
     sampled, confirmed, or the audit could not run: an audit never fails a hit)."""
-    if not SAMPLER.sampled(rate):
+    if not SAMPLER.sampled(rate, key):
         return None
     try:
         outcome, fresh = verdict(stored, compile_fresh)
@@ -154,7 +132,8 @@ def audit_stored(cache, key: str, stored: bytes, compile_fn, rate: float) -> byt
     """What `Cache.compile_once` returns for a hit of `key` at `rate`: the
     stored bytes, or the fresh ones when the audit finds a false hit or a
     nondeterministic compile. A compile function that returns None or raises
-    during an audit leaves the hit unaudited."""
+    in the audit's first compile leaves the hit unaudited (in its second, the
+    compile counts as nondeterministic)."""
 
     def compile_fresh() -> Built:
         value = compile_fn()

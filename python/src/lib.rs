@@ -3,7 +3,8 @@
 //! and the store (`Cache`, with the one compile-once API). Work that does not
 //! touch Python objects runs with the interpreter detached, so other threads
 //! go on while a key is hashed or a process waits for another's compile.
-//! Audited hits (`verify_rate`, `mark_suspect`, `record_audit`) are in `audit`; each run's keys
+//! Audited hits (`verify_rate`, `mark_suspect`, `record_audit`, and the rate's check, the
+//! sampling, the verdict and the outcomes' names of `mck_exec::audit`) are in `audit`; each run's keys
 //! and the prefetch counters in `prefetch`.
 
 mod audit;
@@ -19,9 +20,9 @@ use mck_key::{
     Accelerator, CanonicalSource, CompileOptionsInput, Computation, JaxRecipe, KeyInputs,
     KeyRecord, SourceError,
 };
+use mck_remote::{Compiled, Served, Tiered};
 use mck_settings::{Layer, Settings};
 use mck_store::{CacheKey, Digest, ListFilter, Lookup, StoreError};
-use mck_remote::{Compiled, Served, Tiered};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -230,7 +231,8 @@ impl From<StoreError> for CompileError {
 
 /// The persistent cache: `MLIR_CACHE_KEY_FLAGS` and the arguments, as the
 /// CLI's `--cache_dir`, `--cache_size`, `--cache_ttl`, `--remote` (a str, or a list: a
-/// chain of tiers, fastest first), `--remote_read_only` (arguments win). The same directory layout as the CLI.
+/// chain of tiers, fastest first), `--remote_read_only`, `--lock_timeout` (seconds; arguments
+/// win). The same directory layout as the CLI.
 #[pyclass(frozen, module = "mlir_cache_key")]
 struct Cache {
     /// `None` when the settings turn the cache off (`--no_cache`).
@@ -247,8 +249,8 @@ fn size_text(size: &Bound<'_, PyAny>) -> PyResult<String> {
     }
 }
 
-/// A number of days (int or float) or a string.
-fn days_text(days: &Bound<'_, PyAny>) -> PyResult<String> {
+/// A number of days or seconds (int or float) or a string.
+fn number_text(days: &Bound<'_, PyAny>) -> PyResult<String> {
     match days.extract::<f64>() {
         Ok(days) => Ok(days.to_string()),
         Err(_) => days.extract::<String>(),
@@ -267,7 +269,7 @@ fn set_setting(layer: &mut Layer, name: &str, text: &str) -> PyResult<()> {
 impl Cache {
     #[new]
     #[pyo3(signature = (cache_dir = None, size = None, ttl_days = None, remote = None,
-                        remote_read_only = None, lock_timeout = 600.0))]
+                        remote_read_only = None, lock_timeout = None))]
     fn new(
         py: Python<'_>,
         cache_dir: Option<PathBuf>,
@@ -275,7 +277,7 @@ impl Cache {
         ttl_days: Option<&Bound<'_, PyAny>>,
         remote: Option<&Bound<'_, PyAny>>,
         remote_read_only: Option<bool>,
-        lock_timeout: f64,
+        lock_timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut overrides = Layer::default();
         if let Some(dir) = cache_dir {
@@ -288,7 +290,7 @@ impl Cache {
             set_setting(&mut overrides, "cache_size", &size_text(size)?)?;
         }
         if let Some(ttl) = ttl_days {
-            set_setting(&mut overrides, "cache_ttl", &days_text(ttl)?)?;
+            set_setting(&mut overrides, "cache_ttl", &number_text(ttl)?)?;
         }
         for url in remote
             .map(remote_chain::remote_urls)
@@ -300,8 +302,11 @@ impl Cache {
         if let Some(on) = remote_read_only {
             set_setting(&mut overrides, "remote_read_only", &on.to_string())?;
         }
+        if let Some(wait) = lock_timeout {
+            set_setting(&mut overrides, "lock_timeout", &number_text(wait)?)?;
+        }
         let all = Settings::from_env_and(&overrides).map_err(settings_error)?;
-        let lock_timeout = Duration::try_from_secs_f64(lock_timeout).map_err(value_error)?;
+        let lock_timeout = all.lock_timeout;
         // Opened with the run records' pins: a put may evict, and must spare what they reference.
         let tiered = py
             .detach(|| mck_runs::open_cache(&all, mck_runs::Purpose::Compile))
@@ -376,7 +381,7 @@ impl Cache {
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let py = slf.py();
         let this = slf.get();
-        let verify_rate = audit::check_rate(verify_rate)?;
+        let verify_rate = audit::check_rate(verify_rate, "verify_rate")?;
         let key = parse_key(key)?;
         let ingredients = ingredients(record)?;
         let Some(tiered) = &this.tiered else {
@@ -428,8 +433,7 @@ impl Cache {
             .map_err(store_error)
     }
 
-    /// Counts one hit audit in `cache stats`: "confirmed", "false_hit" or
-    /// "nondeterministic".
+    /// Counts one hit audit in `cache stats`: an outcome named as in `AUDIT_OUTCOMES`.
     fn record_audit(&self, py: Python<'_>, outcome: &str) -> PyResult<()> {
         let outcome = audit::parse_outcome(outcome)?;
         if let Some(tiered) = &self.tiered {
@@ -497,5 +501,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prefetch::record_run_keys, m)?)?;
     m.add_function(wrap_pyfunction!(prefetch::record_prefetch, m)?)?;
     m.add_class::<Cache>()?;
+    audit::register(m)?;
     Ok(())
 }

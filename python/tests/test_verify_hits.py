@@ -6,11 +6,12 @@ rate 0 never recompiles, a fractional rate lands near its share of hits) and `Ca
 (confirmed, false hit, nondeterministic, a fractional rate with a fixed seed)."""
 
 import json
+import pathlib
 
 import pytest
 
 import mlir_cache_key as mck
-from mlir_cache_key import _audit
+from mlir_cache_key import _audit, _native
 from conftest import run
 
 KEY = "jit_f-" + "ab" * 32
@@ -229,3 +230,74 @@ def test_compile_once_refuses_a_rate_outside_zero_to_one(tmp_path):
     for rate in (-1, 2, float("nan")):
         with pytest.raises(ValueError, match="verify_rate"):
             cache.compile_once(KEY, lambda: b"x", verify_rate=rate)
+
+
+# --- one home: the CLI's sampling, verdict and spellings, through the extension ----------
+
+
+def sampling_table():
+    path = pathlib.Path(__file__).resolve().parents[2] / "crates/exec/tests/data/audit_sampling.json"
+    return json.loads(path.read_text())["rows"]
+
+
+def test_the_sampling_is_the_clis_table_of_decisions():
+    rows = sampling_table()
+    assert len(rows) >= 50
+    for row in rows:
+        decided = _native.audit_sampled(row["seed"], row["rate"], row["key"], row["earlier"])
+        assert decided == row["sampled"], row
+    # A sampler asks the same function, the first hit of a key first.
+    for row in (r for r in rows if r["earlier"] == 0):
+        assert _audit.Sampler(row["seed"]).sampled(row["rate"], row["key"]) == row["sampled"], row
+
+
+def test_a_sampler_counts_the_hits_of_each_key():
+    sampler = _audit.Sampler("27")
+    drawn = [sampler.sampled(0.5, KEY) for _ in range(40)]
+    assert drawn == [_native.audit_sampled("27", 0.5, KEY, n) for n in range(40)]
+    assert 0 < sum(drawn) < 40
+
+
+def test_each_outcome_has_the_clis_one_spelling(tmp_path):
+    assert (_audit.CONFIRMED, _audit.FALSE_HIT, _audit.NONDETERMINISTIC) == (
+        "confirmed", "false hit", "nondeterministic")
+    assert _native.AUDIT_OUTCOMES == ("confirmed", "false hit", "nondeterministic")
+    assert _audit.SEED_VARIABLE == "MLIR_CACHE_KEY_AUDIT_SEED"
+    cache = mck.Cache(tmp_path)
+    for outcome in _native.AUDIT_OUTCOMES:
+        cache.record_audit(outcome)
+    counted = audits(cache)
+    assert (counted["run"], counted["confirmed"], counted["false_hits"],
+            counted["nondeterministic"]) == (3, 1, 1, 1)
+    with pytest.raises(ValueError, match="false hit"):
+        cache.record_audit("false_hit")
+
+
+def test_the_verdict_is_the_clis():
+    def compiler(*runs):
+        runs = iter(runs)
+
+        def compile_fresh():
+            run = next(runs)
+            if isinstance(run, BaseException):
+                raise run
+            return run
+        return compile_fresh
+
+    same = lambda a, b: a == b  # noqa: E731
+    assert _native.audit_verdict(b"s", compiler(b"s"), same) == ("confirmed", b"s")
+    assert _native.audit_verdict(b"s", compiler(b"f", b"f"), same) == ("false hit", b"f")
+    assert _native.audit_verdict(b"s", compiler(b"f", b"g"), same) == ("nondeterministic", b"f")
+    assert _native.audit_verdict(b"s", compiler(b"f", OSError("gone")), same) == (
+        "nondeterministic", b"f")
+    with pytest.raises(OSError, match="gone"):
+        _native.audit_verdict(b"s", compiler(OSError("gone")), same)
+    with pytest.raises(KeyboardInterrupt):
+        _native.audit_verdict(b"s", compiler(b"f", KeyboardInterrupt()), same)
+
+
+def test_the_rate_check_is_the_clis():
+    assert _audit.check_rate("0.25") == 0.25 and _audit.check_rate(1) == 1.0
+    for bad in (-0.1, 1.5, float("nan"), "often", None):
+        with pytest.raises(ValueError, match="verify_hits: expected a rate between 0 and 1"):
+            _audit.check_rate(bad)

@@ -19,7 +19,6 @@ use std::cell::OnceCell;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -47,10 +46,6 @@ pub struct Args {
     /// A user string hashed into the key.
     #[arg(long, value_name = "S", default_value = "")]
     pub custom_hook: String,
-    /// Seconds to wait for another process compiling the same key before
-    /// compiling anyway.
-    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
-    pub lock_timeout: u64,
     /// A glob of compiler arguments that do not change the output, left out of
     /// the key (repeatable), e.g. '--dump-dir=*' or '-v'. XLA flags JAX leaves
     /// out of its key (--xla_dump_to…) are left out without it.
@@ -65,16 +60,14 @@ pub struct Args {
     /// command:CMD (the output of a shell command).
     #[arg(long, value_name = "CHECK", default_value = "content")]
     pub compiler_check: CompilerCheck,
-    /// Do not use direct mode (a manifest from the input's raw bytes to the
-    /// canonical key that serves a hit without parsing the module).
-    #[arg(long)]
-    pub no_direct: bool,
     #[command(flatten)]
     pub canon: CanonFlags,
     #[command(flatten)]
     pub limits: InputLimits,
     #[command(flatten)]
     pub address: AddressArgs,
+    /// The cache options, `exec`'s own among them (`--no-direct`, `--lock-timeout`: see the
+    /// settings table).
     #[command(flatten)]
     pub cache: CacheOptions,
     /// The compiler and its arguments; MODULE and FILE appear among them.
@@ -89,7 +82,7 @@ pub struct Exec<'a> {
     pub store: Tiered,
     /// Where compiler digests are remembered (the cache's `compilers/`).
     pub digest_cache: PathBuf,
-    /// Direct mode is on: neither `--no-direct` nor the `no_direct` setting.
+    /// Direct mode is on: not the `no_direct` setting (`--no-direct` on the command line).
     pub direct: bool,
     /// Where direct mode remembers input digests (`None`: the `no_inode_cache` setting).
     pub inode_cache: Option<InodeCache>,
@@ -116,10 +109,10 @@ impl<'a> Exec<'a> {
             platform: args.platform.clone(),
             platform_version: args.platform_version.clone(),
             custom_hook: args.custom_hook.clone(),
-            lock_timeout: Duration::from_secs(args.lock_timeout),
+            // Both set from the settings once the cache is open.
+            lock_timeout: mck_settings::DEFAULT_LOCK_TIMEOUT,
             ignore_args: args.ignore_args.clone(),
             compiler_check: args.compiler_check.clone(),
-            // Set from the settings once the cache is open.
             verify_hits: 0.0,
         };
         let (settings, store) = match crate::bypass::open(&args.cache)? {
@@ -136,6 +129,7 @@ impl<'a> Exec<'a> {
             }
         };
         request.verify_hits = settings.verify_hits;
+        request.lock_timeout = settings.lock_timeout;
         let digest_cache = store.local().layout().compilers_dir();
         let inode_cache = InodeCache::unless_off(&store, &settings);
         Ok(Opened::Cache(Box::new(Exec {
@@ -143,7 +137,7 @@ impl<'a> Exec<'a> {
             request,
             store,
             digest_cache,
-            direct: !args.no_direct && !settings.no_direct,
+            direct: !settings.no_direct,
             inode_cache,
             run_id: OnceCell::new(),
         })))

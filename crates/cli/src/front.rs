@@ -10,10 +10,11 @@ use crate::error::{CliError, Failure};
 use crate::exec::{Exec, Opened};
 use crate::flags::CanonFlags;
 use crate::handover::{self, FRONT_BINARY, MLIR_BINARY};
-use crate::settings::CacheOptions;
+use crate::settings::{CacheOptions, ProgramOptions};
 use crate::wrap::{Prepared, masquerade_command, masquerade_flags};
 use crate::{compilers, input, logging};
 use clap::Parser;
+use mck_settings::LogLevel;
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
 use std::process::{Command, ExitCode};
@@ -26,8 +27,8 @@ use std::process::{Command, ExitCode};
     disable_version_flag = true
 )]
 struct Front {
-    #[arg(long, global = true, ignore_case = true)]
-    log_level: Option<logging::Level>,
+    #[command(flatten)]
+    program: ProgramOptions,
     #[command(subcommand)]
     command: FrontCommand,
 }
@@ -63,13 +64,19 @@ pub fn main() -> ExitCode {
         ),
         None => match Front::try_parse() {
             Ok(Front {
-                log_level,
+                program,
                 command: FrontCommand::Exec(args),
-            }) => serve(log_level, &args),
+            }) => serve(program.log_level(), &args),
             Ok(Front {
-                log_level,
+                program,
                 command: FrontCommand::Wrap(args),
-            }) => serve_wrap(log_level, &args.command, &args.canon, &args.cache, args.env),
+            }) => serve_wrap(
+                program.log_level(),
+                &args.command,
+                &args.canon,
+                &args.cache,
+                args.env,
+            ),
             Err(_) => Outcome::HandOver { missed: false },
         },
     };
@@ -80,8 +87,8 @@ pub fn main() -> ExitCode {
 }
 
 /// A direct hit (or an exec with caching off), served; else what to hand over.
-fn serve(log_level: Option<logging::Level>, args: &crate::exec::Args) -> Outcome {
-    if args.no_direct || input::is_stream(&args.input) {
+fn serve(log_level: Option<LogLevel>, args: &crate::exec::Args) -> Outcome {
+    if args.cache.given("no_direct") || input::is_stream(&args.input) {
         // Stdin or a pipe can be read only once, by the process that canonicalizes it.
         return Outcome::HandOver { missed: false };
     }
@@ -131,7 +138,7 @@ fn settle(
 /// A direct hit of a wrapped compiler, served; else what to hand over (an argument shape the
 /// table cannot read, caching off, a missing compiler: the MLIR binary says so and runs it).
 fn serve_wrap(
-    log_level: Option<logging::Level>,
+    log_level: Option<LogLevel>,
     command: &[OsString],
     canon: &CanonFlags,
     cache: &CacheOptions,

@@ -1,6 +1,7 @@
 //! Diagnostics on stderr through `tracing`: `mlir-cache-key: warning: ...`.
 
 use crate::settings::CacheOptions;
+use mck_settings::LogLevel;
 use std::fmt;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -8,37 +9,6 @@ use tracing::Level as TracingLevel;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Level {
-    Error,
-    #[value(alias = "warn")]
-    Warning,
-    Info,
-    Debug,
-}
-
-impl From<mck_settings::LogLevel> for Level {
-    fn from(level: mck_settings::LogLevel) -> Self {
-        match level {
-            mck_settings::LogLevel::Error => Level::Error,
-            mck_settings::LogLevel::Warning => Level::Warning,
-            mck_settings::LogLevel::Info => Level::Info,
-            mck_settings::LogLevel::Debug => Level::Debug,
-        }
-    }
-}
-
-impl Level {
-    fn tracing(self) -> TracingLevel {
-        match self {
-            Level::Error => TracingLevel::ERROR,
-            Level::Warning => TracingLevel::WARN,
-            Level::Info => TracingLevel::INFO,
-            Level::Debug => TracingLevel::DEBUG,
-        }
-    }
-}
 
 struct Plain;
 
@@ -66,8 +36,8 @@ where
 }
 
 /// Installs the stderr logger at `level` (default: warnings and errors).
-pub fn init(level: Option<Level>) {
-    let level = level.unwrap_or(Level::Warning).tracing();
+pub fn init(level: Option<LogLevel>) {
+    let level = level.unwrap_or_default().as_tracing();
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)
         .with_writer(std::io::stderr)
@@ -77,9 +47,9 @@ pub fn init(level: Option<Level>) {
 
 /// Installs a logger at `level` that keeps what it formats in memory: the front binary prints
 /// only what belongs to the work it finishes (the MLIR binary it hands over to logs the rest).
-pub fn init_buffered(level: Option<Level>) -> Buffered {
+pub fn init_buffered(level: Option<LogLevel>) -> Buffered {
     let buffer = Buffered::default();
-    let level = level.unwrap_or(Level::Warning).tracing();
+    let level = level.unwrap_or_default().as_tracing();
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)
         .with_writer(buffer.clone())
@@ -127,9 +97,9 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Buffered {
 
 /// The log level of MLIR_CACHE_KEY_FLAGS or the configuration file, when set there (bad
 /// settings are reported when the cache is opened).
-pub fn flags_level(cache: Option<&CacheOptions>) -> Option<Level> {
+pub fn flags_level(cache: Option<&CacheOptions>) -> Option<LogLevel> {
     let default = CacheOptions::default();
     let resolved = cache.unwrap_or(&default).resolved().ok()?;
     (resolved.sources.get("log_level") != Some(&mck_settings::Source::Default))
-        .then(|| Level::from(resolved.settings.log_level))
+        .then_some(resolved.settings.log_level)
 }

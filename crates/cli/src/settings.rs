@@ -1,13 +1,18 @@
-//! Cache settings on the command line: the options that mirror settings, built from the
-//! settings table (`mck_settings::SETTINGS`) with its names, docs and parsers, and applied as
-//! the top layer over the configuration file and `MLIR_CACHE_KEY_FLAGS`.
+//! Settings on the command line: the options that mirror settings, built from the settings
+//! table (`mck_settings::SETTINGS`) with its names, docs and parsers. The table says which
+//! commands take each ([`CommandLine`]): the cache options of the commands that use the cache
+//! ([`CacheOptions`], applied as the top layer over the configuration file and
+//! `MLIR_CACHE_KEY_FLAGS`; some, like `--no-direct`, of `exec` only) and the program's own
+//! ([`ProgramOptions`]: `--log-level`).
 
 use crate::error::CliError;
 use clap::{Arg, ArgAction, ArgMatches, Command};
-use mck_settings::{Assignment, CommandLine, Layer, Resolved, SETTINGS, Setter, Settings};
+use mck_settings::{
+    Assignment, CommandLine, Layer, LogLevel, Resolved, SETTINGS, Setter, Setting, Settings,
+};
 
-/// Cache options of the commands that use the cache (`exec`, `cache`, `runs`, `config`); they
-/// override the variable.
+/// Cache options of the commands that use the cache (`exec`, `wrap`, `why`, `cache`, `runs`,
+/// `config`); they override the variable.
 #[derive(Debug, Clone, Default)]
 pub struct CacheOptions {
     /// Parsed by clap with the setting's own parser (and switches given).
@@ -18,41 +23,82 @@ pub struct CacheOptions {
     cache_dir: Option<String>,
 }
 
-fn mirrored() -> impl Iterator<Item = &'static mck_settings::Setting> {
+/// The option that mirrors setting `s`: its name in both spellings, its doc and default as
+/// help, its parser when clap parses it.
+fn option(s: &'static Setting) -> Arg {
+    let mut arg = Arg::new(s.name).long(s.dashed()).global(true);
+    if s.dashed() != s.name {
+        arg = arg.alias(s.name);
+    }
+    // Help lines end without a period, as clap writes the others.
+    let help = s.doc.trim_end_matches('.');
+    match s.kind.value_name() {
+        None => arg.action(ArgAction::SetTrue).help(help),
+        Some(value_name) => {
+            let help = match s.default {
+                "none" => help.to_owned(),
+                default => format!("{help} [default: {default}]"),
+            };
+            let mut arg = arg.value_name(value_name).help(help);
+            if s.kind.is_list() {
+                arg = arg.action(ArgAction::Append); // `--remote` once per tier
+            }
+            if s.command_line.parsed_by_clap() {
+                arg.value_parser(move |text: &str| s.parse(text))
+            } else {
+                arg
+            }
+        }
+    }
+}
+
+/// What the command line gave the options of `settings` that `matches` knows (a command has
+/// the options the table gives it); values parsed after clap go to `later`.
+fn given(
+    matches: &ArgMatches,
+    settings: impl Iterator<Item = &'static Setting>,
+    layer: &mut Layer,
+    mut later: impl FnMut(&'static str, String),
+) -> Result<(), clap::Error> {
+    for s in settings {
+        if matches.try_contains_id(s.name).is_err() {
+            continue; // not an option of this command
+        }
+        if s.is_switch() {
+            if matches.get_flag(s.name) {
+                let on = Assignment::parse(s, "true").map_err(|message| {
+                    clap::Error::raw(clap::error::ErrorKind::ValueValidation, message)
+                })?;
+                layer.push(on);
+            }
+        } else if s.command_line.parsed_by_clap() {
+            if let Some(setter) = matches.get_one::<Setter>(s.name) {
+                layer.push(Assignment::typed(s, setter.clone()));
+            }
+        } else {
+            for text in matches.get_many::<String>(s.name).into_iter().flatten() {
+                later(s.name, text.clone());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every setting that is an option of some command (not the program's).
+fn mirrored() -> impl Iterator<Item = &'static Setting> {
     SETTINGS
         .iter()
-        .filter(|s| s.command_line != CommandLine::Absent)
+        .filter(|s| !matches!(s.command_line, CommandLine::Absent | CommandLine::Program))
 }
 
 impl clap::Args for CacheOptions {
+    /// The options of the command being built (its name picks the table's `OptionOf` ones).
     fn augment_args(command: Command) -> Command {
-        mirrored().fold(command, |command, s| {
-            let mut arg = Arg::new(s.name).long(s.dashed()).global(true);
-            if s.dashed() != s.name {
-                arg = arg.alias(s.name);
-            }
-            // Help lines end without a period, as clap writes the others.
-            let help = s.doc.trim_end_matches('.');
-            arg = match s.kind.value_name() {
-                None => arg.action(ArgAction::SetTrue).help(help),
-                Some(value_name) => {
-                    let help = match s.default {
-                        "none" => help.to_owned(),
-                        default => format!("{help} [default: {default}]"),
-                    };
-                    let mut arg = arg.value_name(value_name).help(help);
-                    if s.kind.is_list() {
-                        arg = arg.action(ArgAction::Append); // `--remote` once per tier
-                    }
-                    if s.command_line == CommandLine::Option {
-                        arg.value_parser(move |text: &str| s.parse(text))
-                    } else {
-                        arg
-                    }
-                }
-            };
-            command.arg(arg)
-        })
+        let name = command.get_name().to_owned();
+        SETTINGS
+            .iter()
+            .filter(|s| s.command_line.of_command(&name))
+            .fold(command, |command, s| command.arg(option(s)))
     }
 
     fn augment_args_for_update(command: Command) -> Command {
@@ -63,28 +109,11 @@ impl clap::Args for CacheOptions {
 impl clap::FromArgMatches for CacheOptions {
     fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
         let mut options = CacheOptions::default();
-        for s in mirrored() {
-            match (s.is_switch(), s.command_line) {
-                (true, _) => {
-                    if matches.get_flag(s.name) {
-                        let on = Assignment::parse(s, "true").map_err(|message| {
-                            clap::Error::raw(clap::error::ErrorKind::ValueValidation, message)
-                        })?;
-                        options.parsed.push(on);
-                    }
-                }
-                (false, CommandLine::Option) => {
-                    if let Some(setter) = matches.get_one::<Setter>(s.name) {
-                        options.parsed.push(Assignment::typed(s, setter.clone()));
-                    }
-                }
-                (false, _) => {
-                    for text in matches.get_many::<String>(s.name).into_iter().flatten() {
-                        options.later.push((s.name, text.clone()));
-                    }
-                }
-            }
-        }
+        let mut later = Vec::new();
+        given(matches, mirrored(), &mut options.parsed, |name, text| {
+            later.push((name, text))
+        })?;
+        options.later = later;
         options.cache_dir = matches
             .get_raw("cache_dir")
             .and_then(|mut raw| raw.next().and_then(|v| v.to_str()).map(ToOwned::to_owned));
@@ -98,6 +127,14 @@ impl clap::FromArgMatches for CacheOptions {
 }
 
 impl CacheOptions {
+    /// True when the command line gave setting `name` (e.g. `exec --no-direct`).
+    pub fn given(&self, name: &str) -> bool {
+        self.parsed
+            .names()
+            .chain(self.later.iter().map(|(n, _)| *n))
+            .any(|n| n == name)
+    }
+
     /// What the store is opened with: defaults, then the configuration file, then the
     /// environment variable, then these options.
     pub fn settings(&self) -> Result<mck_store::Settings, CliError> {
@@ -141,4 +178,52 @@ impl CacheOptions {
 /// `text` single-quoted for a shell (a quote inside ends, escapes, reopens).
 fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The program's own options from the settings table ([`CommandLine::Program`]: `--log-level`),
+/// before or after any command. Read before the settings are, they outrank the variable and
+/// the configuration file.
+#[derive(Debug, Clone, Default)]
+pub struct ProgramOptions {
+    parsed: Layer,
+}
+
+fn program_settings() -> impl Iterator<Item = &'static Setting> {
+    SETTINGS
+        .iter()
+        .filter(|s| s.command_line == CommandLine::Program)
+}
+
+impl clap::Args for ProgramOptions {
+    fn augment_args(command: Command) -> Command {
+        program_settings().fold(command, |command, s| command.arg(option(s)))
+    }
+
+    fn augment_args_for_update(command: Command) -> Command {
+        Self::augment_args(command)
+    }
+}
+
+impl clap::FromArgMatches for ProgramOptions {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut options = ProgramOptions::default();
+        given(matches, program_settings(), &mut options.parsed, |_, _| {})?;
+        Ok(options)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl ProgramOptions {
+    /// The log level the command line gives (`--log-level`), if it gives one.
+    pub fn log_level(&self) -> Option<LogLevel> {
+        self.parsed.names().any(|n| n == "log_level").then(|| {
+            let mut settings = Settings::default();
+            self.parsed.apply_to(&mut settings);
+            settings.log_level
+        })
+    }
 }

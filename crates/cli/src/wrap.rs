@@ -19,7 +19,6 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -127,7 +126,7 @@ pub fn prepare(
         platform: String::new(),
         platform_version: String::new(),
         custom_hook: String::new(),
-        lock_timeout: Duration::from_secs(600),
+        lock_timeout: settings.lock_timeout,
         ignore_args: Vec::new(),
         compiler_check: Default::default(),
         verify_hits: settings.verify_hits,

@@ -8,6 +8,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+/// File mode of a compiler output restored from the cache or an audit (before the umask).
+pub(crate) const OUTPUT_MODE: u32 = 0o644;
+
 /// What running the compiler gave.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {

@@ -5,9 +5,11 @@
 //! that key's own entry, so a manifest never yields a hit the canonical path would not, and a
 //! manifest whose target is gone is a miss.
 
+use crate::audit::{audit_hit, with_audit};
+use crate::compiler::OUTPUT_MODE;
 use crate::error::ExecError;
 use crate::request::{AtAddress, ExecRequest};
-use crate::run::{Finished, OUTPUT_MODE, finish, replay};
+use crate::run::{Finished, finish, replay};
 use crate::site::Site;
 use mck_key::{KeyRecord, Readable};
 use mck_remote::{Served, Tiered};
@@ -67,8 +69,8 @@ pub fn run_direct<E: From<ExecError>>(
     store.local().record_direct_hit();
     let ingredients = match &served {
         Served::Written { ingredients, .. } => {
-            let audit = crate::audit::audit_hit(store, request, &key, ingredients)?;
-            crate::run::with_audit(ingredients.clone(), &key, audit)
+            let audit = audit_hit(store, request, &key, ingredients)?;
+            with_audit(ingredients.clone(), &key, audit)
         }
         Served::CachedFailure(f) => f.ingredients.clone(),
         _ => unreachable!("streamed, not compiled"),

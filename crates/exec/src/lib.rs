@@ -11,8 +11,10 @@
 //! - [`direct_key`], [`run_direct`], [`remember_direct`]: direct mode, a manifest from the raw
 //!   input to the canonical key, so a hit on unchanged bytes needs no parse;
 //! - [`compiler`]: finding, hashing and running the compiler;
-//! - [`audit`]: a sampled hit compiled again and compared (`--verify-hits`), a false hit
-//!   explained from the [`fingerprint`] of what the key leaves out, recorded with each entry.
+//! - [`audit`]: hit audits for every caller (the CLI, the settings, the Python extension): the
+//!   rate's check, the sampling, the verdict and the outcomes' names; exec's audit of a hit, a
+//!   false hit explained from the [`fingerprint`] of what the key leaves out, recorded with each
+//!   entry.
 //!
 //! No MLIR: the caller canonicalizes the module (the CLI with MLIR 22, Python with jaxlib's).
 

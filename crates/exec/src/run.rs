@@ -1,7 +1,8 @@
 //! One compilation through the cache: replay, or compile once and store; at an address, the
 //! fingerprint check before and the record after.
 
-use crate::compiler::{self, Outcome};
+use crate::audit::{audit_hit, with_audit};
+use crate::compiler::{self, OUTPUT_MODE, Outcome};
 use crate::compiler_check;
 use crate::error::ExecError;
 use crate::explain::explain_miss;
@@ -11,9 +12,6 @@ use mck_key::{CanonicalSource, KeyRecord, Readable};
 use mck_remote::{Compiled, Served, Tiered};
 use mck_store::{CacheKey, Digest, Streamed};
 use std::io::Write as _;
-
-/// File mode of a compiler output restored from the cache (before the umask).
-pub(crate) const OUTPUT_MODE: u32 = 0o644;
 
 /// How an exec ended.
 #[derive(Debug)]
@@ -69,9 +67,7 @@ pub fn run_with_text(
         Streamed::Miss => None,
     };
     let audit = match &found {
-        Some(Served::Written { key, ingredients }) => {
-            crate::audit::audit_hit(store, request, key, ingredients)?
-        }
+        Some(Served::Written { key, ingredients }) => audit_hit(store, request, key, ingredients)?,
         _ => None,
     };
     // The record as stored and committed: with the canonical text only when a miss renders it.
@@ -96,18 +92,6 @@ pub fn run_with_text(
         served => replay(served, request)?,
     };
     finish(site, &key, &ingredients, code, served)
-}
-
-/// `ingredients` with what an audit of the hit found (`audit`), for the run record.
-pub(crate) fn with_audit(
-    mut ingredients: serde_json::Value,
-    key: &CacheKey,
-    audit: Option<crate::audit::Audit>,
-) -> serde_json::Value {
-    if let (Some(audit), serde_json::Value::Object(fields)) = (audit, &mut ingredients) {
-        fields.insert("audit".into(), audit.to_json(key));
-    }
-    ingredients
 }
 
 fn ingredients_of(record: &KeyRecord) -> Result<serde_json::Value, ExecError> {

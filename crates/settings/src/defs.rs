@@ -11,7 +11,7 @@ use mck_remote::{RemoteTier, Secret};
 
 use super::values::{
     parse_cache_errors, parse_dir_mode, parse_log_level, parse_rate, parse_seconds, parse_size,
-    parse_ttl_days,
+    parse_ttl_days, parse_wait,
 };
 use super::{CacheErrors, LogLevel, Settings};
 
@@ -65,8 +65,10 @@ pub enum Kind {
     Remotes(fn(&mut Settings) -> &mut Vec<RemoteTier>),
     /// A file holding the remote's shared secret, read when parsed.
     SecretFile(fn(&mut Settings, Secret)),
-    /// A sampling rate from 0 to 1 ([`parse_rate`]).
+    /// A sampling rate from 0 to 1 ([`parse_rate`], the hit audits' own check).
     Rate(fn(&mut Settings, f64)),
+    /// A wait in seconds without an upper bound ([`parse_wait`]).
+    Wait(fn(&mut Settings, Duration)),
 }
 
 impl Kind {
@@ -77,7 +79,7 @@ impl Kind {
             Kind::Dir(_) => "DIR",
             Kind::Size(_) => "SIZE",
             Kind::Days(_) => "DAYS",
-            Kind::Seconds { .. } => "SECONDS",
+            Kind::Seconds { .. } | Kind::Wait(_) => "SECONDS",
             Kind::Level(_) => "LEVEL",
             Kind::CacheErrors(_) => "warn|fail",
             Kind::Mode(_) => "OCTAL",
@@ -113,6 +115,7 @@ impl Kind {
             }
             Kind::SecretFile(set) => with(set, Secret::read(Path::new(text))?),
             Kind::Rate(set) => with(set, parse_rate(text)?),
+            Kind::Wait(set) => with(set, parse_wait(text)?),
         })
     }
 }
@@ -139,17 +142,44 @@ fn parse_switch(text: &str) -> Result<bool, String> {
     }
 }
 
-/// How the command line mirrors a setting.
+/// How the command line mirrors a setting: whether it is an option, of which commands, and
+/// who parses its value. The command line builds its options from this (`mck_cli::settings`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CommandLine {
-    /// Not an option of the cache commands (`exec` has its own `--no-direct`, the program its
-    /// own `--log-level`).
+    /// Not an option.
     Absent,
-    /// An option whose value clap parses with [`Kind::Value`]'s parser.
+    /// An option of every command that uses the cache, whose value clap parses with
+    /// [`Kind::parse`].
     Option,
-    /// An option parsed after clap, so that an error never echoes a password the way clap's
-    /// errors echo the value, or because parsing reads a file.
+    /// As [`CommandLine::Option`], of the named commands only (`exec`).
+    OptionOf(&'static [&'static str]),
+    /// An option of every command that uses the cache, parsed after clap, so that an error
+    /// never echoes a password the way clap's errors echo the value, or because parsing reads
+    /// a file.
     ParsedLater,
+    /// An option of the program, before or after any command (`--log-level`): read before the
+    /// settings are (for the log of reading them), it outranks the variable and the file.
+    Program,
+}
+
+impl CommandLine {
+    /// True when `command` (a subcommand's name) takes the setting as an option with the cache
+    /// options; a [`CommandLine::Program`] option is the program's, not a command's.
+    pub fn of_command(self, command: &str) -> bool {
+        match self {
+            CommandLine::Option | CommandLine::ParsedLater => true,
+            CommandLine::OptionOf(commands) => commands.contains(&command),
+            CommandLine::Absent | CommandLine::Program => false,
+        }
+    }
+
+    /// True when clap parses the value with the setting's parser.
+    pub fn parsed_by_clap(self) -> bool {
+        matches!(
+            self,
+            CommandLine::Option | CommandLine::OptionOf(_) | CommandLine::Program
+        )
+    }
 }
 
 impl Setting {
@@ -254,10 +284,10 @@ pub static SETTINGS: &[Setting] = &[
         name: "no_direct",
         kind: Kind::Switch(|s, on| s.no_direct = on),
         default: "false",
-        doc: "`exec` keys on the canonical module only: direct mode off, no manifest looked up or stored (`exec --no-direct` for one command).",
+        doc: "Do not use direct mode (a manifest from the input's raw bytes to the canonical key that serves a hit without parsing the module): `exec` keys on the canonical module only, no manifest looked up or stored.",
         show: |s| Some(s.no_direct.to_string()),
         in_config_file: true,
-        command_line: CommandLine::Absent,
+        command_line: CommandLine::OptionOf(&["exec"]),
     },
     Setting {
         name: "verify_hits",
@@ -267,6 +297,15 @@ pub static SETTINGS: &[Setting] = &[
         show: |s| Some(s.verify_hits.to_string()),
         in_config_file: true,
         command_line: CommandLine::Option,
+    },
+    Setting {
+        name: "lock_timeout",
+        kind: Kind::Wait(|s, wait| s.lock_timeout = wait),
+        default: "600",
+        doc: "Seconds `exec`, `wrap` and Python's `Cache.compile_once` wait for another process compiling the same key before compiling anyway (decimals allowed, no upper bound).",
+        show: |s| seconds(s.lock_timeout),
+        in_config_file: true,
+        command_line: CommandLine::OptionOf(&["exec"]),
     },
     Setting {
         name: "no_inode_cache",
@@ -281,10 +320,10 @@ pub static SETTINGS: &[Setting] = &[
         name: "log_level",
         kind: Kind::Level(|s, level| s.log_level = level),
         default: "WARNING",
-        doc: "Log level: ERROR, WARNING, INFO or DEBUG, any case (`--log-level` on the command line).",
+        doc: "Log level: ERROR, WARNING, INFO or DEBUG (or WARN), any case.",
         show: |s| Some(s.log_level.name().to_owned()),
         in_config_file: true,
-        command_line: CommandLine::Absent,
+        command_line: CommandLine::Program,
     },
     Setting {
         name: "cache_errors",

@@ -17,8 +17,16 @@ fn also(setting: &Setting) -> String {
     if setting.in_config_file {
         places.push("file".to_owned());
     }
-    if setting.command_line != CommandLine::Absent {
-        places.push(format!("`--{}`", setting.dashed()));
+    match setting.command_line {
+        CommandLine::Absent => {}
+        CommandLine::OptionOf(commands) => {
+            for command in commands {
+                places.push(format!("`{command} --{}`", setting.dashed()));
+            }
+        }
+        CommandLine::Option | CommandLine::ParsedLater | CommandLine::Program => {
+            places.push(format!("`--{}`", setting.dashed()))
+        }
     }
     places.join(", ")
 }

@@ -21,15 +21,15 @@ pub use layer::{Assignment, Layer};
 pub use resolve::{Resolved, Source};
 pub use user_dir::{CACHE_DIR_NAME, user_cache_dir};
 pub use values::{
-    parse_cache_errors, parse_dir_mode, parse_log_level, parse_rate, parse_seconds, parse_size,
-    parse_ttl_days,
+    check_rate, parse_cache_errors, parse_dir_mode, parse_log_level, parse_rate, parse_seconds,
+    parse_size, parse_ttl_days, parse_wait,
 };
 
 /// The environment variable the settings are read from.
 pub const FLAGS_VAR: &str = "MLIR_CACHE_KEY_FLAGS";
 
 /// Every setting after layering: the store's, and the commands' own.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Settings {
     /// What the store is opened with.
     pub store: mck_store::Settings,
@@ -41,9 +41,29 @@ pub struct Settings {
     pub no_inode_cache: bool,
     /// The fraction of `exec`/`wrap` hits recompiled and compared (0 to 1).
     pub verify_hits: f64,
+    /// How long a compile waits for another process compiling the same key.
+    pub lock_timeout: std::time::Duration,
     pub log_level: LogLevel,
     /// What `exec`, `wrap` and the compiler symlinks do when the cache cannot be used.
     pub cache_errors: CacheErrors,
+}
+
+/// The default of `lock_timeout`.
+pub const DEFAULT_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            store: Default::default(),
+            remote: Default::default(),
+            no_direct: false,
+            no_inode_cache: false,
+            verify_hits: 0.0,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            log_level: Default::default(),
+            cache_errors: Default::default(),
+        }
+    }
 }
 
 /// What a compile wrapper does when the cache cannot be opened or used.

@@ -102,18 +102,26 @@ pub fn parse_seconds(text: &str, zero_ok: bool) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Parses a sampling rate: a decimal number from 0 (never) to 1 (always).
-pub fn parse_rate(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(rate) if (0.0..=1.0).contains(&rate) => Ok(rate),
-        _ => Err(format!(
-            "expected a rate between 0 and 1 (e.g. 0.01 or 1), got {text:?}"
-        )),
+/// Parses a wait in seconds: a decimal number from 0, without an upper bound (a wait beyond
+/// what a `Duration` holds is the longest one: it saturates).
+pub fn parse_wait(text: &str) -> Result<Duration, String> {
+    let bad = || format!("expected a number of seconds, 0 or more (e.g. 600 or 0.5), got {text:?}");
+    let t = text.trim();
+    if t.is_empty() || !t.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(bad());
     }
+    if let Ok(whole) = t.parse::<u64>() {
+        return Ok(Duration::from_secs(whole));
+    }
+    let secs: f64 = t.parse().map_err(|_| bad())?;
+    if !secs.is_finite() {
+        return Err(bad());
+    }
+    Ok(Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
 }
 
-/// Parses `ERROR`, `WARNING` (or `WARN`), `INFO` or `DEBUG`, in any case: the same words the
-/// command line's `--log-level` takes.
+/// Parses `ERROR`, `WARNING` (or `WARN`), `INFO` or `DEBUG`, in any case: the one parser of
+/// a log level, for the variable, the configuration file and the command line's `--log-level`.
 pub fn parse_log_level(text: &str) -> Result<LogLevel, String> {
     match text.trim().to_ascii_uppercase().as_str() {
         "WARNING" | "WARN" => Ok(LogLevel::Warning),
@@ -159,6 +167,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn waits() {
+        assert_eq!(parse_wait("600"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_wait("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_wait("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(
+            parse_wait(&u64::MAX.to_string()),
+            Ok(Duration::from_secs(u64::MAX))
+        );
+        assert_eq!(
+            parse_wait(&format!("{}.5", "9".repeat(30))),
+            Ok(Duration::MAX)
+        );
+        for bad in ["", "-1", "1e3", "ten", "1.2.3", "."] {
+            assert!(parse_wait(bad).is_err(), "{bad:?} must be rejected");
+        }
+    }
+
+    #[test]
     fn sizes() {
         let cases = [
             ("0", 0),
@@ -194,4 +220,25 @@ mod tests {
             assert!(parse_size(bad).is_err(), "{bad:?} must be rejected");
         }
     }
+}
+
+/// `rate` when it is a sampling rate, from 0 to 1 (NaN is not); the error echoes it.
+pub fn check_rate(rate: f64) -> Result<f64, String> {
+    if (0.0..=1.0).contains(&rate) {
+        Ok(rate)
+    } else {
+        Err(rate_error(&rate.to_string()))
+    }
+}
+
+/// Parses a sampling rate written as text (the `verify_hits` setting, `--verify-hits`).
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(rate) => check_rate(rate).map_err(|_| rate_error(&format!("{text:?}"))),
+        Err(_) => Err(rate_error(&format!("{text:?}"))),
+    }
+}
+
+fn rate_error(shown: &str) -> String {
+    format!("expected a rate between 0 and 1 (e.g. 0.01 or 1), got {shown}")
 }

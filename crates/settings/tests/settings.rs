@@ -34,6 +34,37 @@ fn defaults() {
     assert!(!s.no_direct);
     assert_eq!(s.log_level, LogLevel::Warning);
     assert_eq!(s.store.dir_mode, 0o700);
+    assert_eq!(s.lock_timeout, Duration::from_secs(600));
+}
+
+#[test]
+fn the_compile_lock_wait_is_a_setting_without_an_upper_bound() {
+    let s = env("--lock_timeout=1.5").unwrap();
+    assert_eq!(s.lock_timeout, Duration::from_millis(1500));
+    let s = env(&format!("--lock-timeout {}", u64::MAX)).unwrap();
+    assert_eq!(s.lock_timeout, Duration::from_secs(u64::MAX));
+    let e = env("--lock_timeout=-1").unwrap_err();
+    assert!(e.message.contains("expected a number of seconds"), "{e}");
+}
+
+#[test]
+fn the_table_says_which_settings_are_options_of_which_commands() {
+    use mck_settings::CommandLine;
+    let of = |name: &str| find(name).unwrap().command_line;
+    assert_eq!(of("no_direct"), CommandLine::OptionOf(&["exec"]));
+    assert_eq!(of("lock_timeout"), CommandLine::OptionOf(&["exec"]));
+    assert_eq!(of("log_level"), CommandLine::Program);
+    assert!(of("no_direct").of_command("exec") && !of("no_direct").of_command("wrap"));
+    assert!(of("verify_hits").of_command("wrap") && of("verify_hits").of_command("exec"));
+    assert!(
+        !of("log_level").of_command("exec"),
+        "the program's, not a command's"
+    );
+    // The rate's one check (the hit audits re-export it: mck_exec::audit::parse_rate).
+    assert_eq!(
+        env("--verify_hits=2").unwrap_err().message,
+        mck_settings::parse_rate("2").unwrap_err()
+    );
 }
 
 #[test]
