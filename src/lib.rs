@@ -16,6 +16,7 @@ pub use mck_bytecode as bytecode;
 pub use mck_exec as exec;
 pub use mck_hlo as hlo;
 pub use mck_key as key;
+pub use mck_remote as remote;
 pub use mck_runs as runs;
 pub use mck_store as store;
 
