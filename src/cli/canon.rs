@@ -1,8 +1,7 @@
 //! `mlir-cache-key canon`: canonical bytecode, its text, or its digest.
 
 use super::error::CliError;
-use super::limits::InputLimits;
-use super::module::{CanonFlags, CanonOptions as _, canonical_hlo};
+use super::module::{CanonOptions as _, ModuleFlags, canonical_hlo};
 use super::{input, output};
 use crate::canon::{CanonicalModule, timings};
 use crate::mlir::{new_context, parse_module};
@@ -36,18 +35,15 @@ pub struct Args {
     #[arg(long)]
     timings: bool,
     #[command(flatten)]
-    canon: CanonFlags,
-    #[command(flatten)]
-    limits: InputLimits,
+    module: ModuleFlags,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    super::limits::apply(&args.limits)?;
-    let input = input::read(&args.input)?;
-    if args.canon.input_format.is_hlo(&input.bytes) {
+    let input = args.module.read(&args.input)?;
+    if args.module.canon.input_format.is_hlo(&input.bytes) {
         return run_hlo(&args, &input);
     }
-    let options = args.canon.options();
+    let options = args.module.canon.options();
     let context = new_context();
     if args.timings {
         let timings = timings::measure(&context, &input.bytes, &input.name, &options)?;
@@ -74,7 +70,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 /// `canon` of an HloModuleProto: the canonical proto, its text view, or its digest.
 fn run_hlo(args: &Args, input: &input::Input) -> Result<ExitCode, CliError> {
     let start = std::time::Instant::now();
-    let canonical = canonical_hlo(input, &args.canon)?;
+    let canonical = canonical_hlo(input, &args.module.canon)?;
     if args.timings {
         let ms = start.elapsed().as_secs_f64() * 1e3;
         eprintln!("{:>24}: {ms:>10.3} ms", "hlo canonicalize");

@@ -1,9 +1,8 @@
 //! `mlir-cache-key kernels`: every embedded kernel, and how it is stripped.
 
 use super::error::CliError;
-use super::limits::InputLimits;
-use super::module::{CanonFlags, CanonOptions as _, canonical_hlo};
-use super::{input, output};
+use super::module::{CanonOptions as _, ModuleFlags, canonical_hlo};
+use super::output;
 use crate::canon::{CanonicalModule, KernelAction, KernelKind};
 use crate::mlir::{new_context, parse_module};
 use std::fmt::Write as _;
@@ -15,21 +14,18 @@ pub struct Args {
     /// MLIR text or bytecode (an HloModuleProto has no kernels to list); `-`
     /// reads stdin.
     input: PathBuf,
+    #[command(flatten)]
+    module: ModuleFlags,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
-    #[command(flatten)]
-    canon: CanonFlags,
-    #[command(flatten)]
-    limits: InputLimits,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    super::limits::apply(&args.limits)?;
-    let input = input::read(&args.input)?;
-    if args.canon.input_format.is_hlo(&input.bytes) {
+    let input = args.module.read(&args.input)?;
+    if args.module.canon.input_format.is_hlo(&input.bytes) {
         // Checks that it is one; HLO custom calls are keyed as they are.
-        canonical_hlo(&input, &args.canon)?;
+        canonical_hlo(&input, &args.module.canon)?;
         let text: &[u8] = if args.json {
             b"[]\n"
         } else {
@@ -40,7 +36,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
     }
     let context = new_context();
     let module = parse_module(&context, &input.bytes, &input.name).map_err(CliError::input)?;
-    let canonical = CanonicalModule::from_owned(module, &args.canon.options())?;
+    let canonical = CanonicalModule::from_owned(module, &args.module.canon.options())?;
     let kernels = &canonical.report().kernels;
     let text = if args.json {
         let mut text = serde_json::to_string_pretty(kernels).map_err(CliError::other)?;

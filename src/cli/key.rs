@@ -3,8 +3,7 @@
 
 use super::error::CliError;
 use super::key_args::KeyArgs;
-use super::limits::InputLimits;
-use super::module::{CanonFlags, KernelArg, with_computation};
+use super::module::{CanonFlags, KernelArg, ModuleFlags, with_computation};
 use super::output;
 use crate::key::{Computation, KeyRecord, MosaicKernels, Readable, compute};
 use anyhow::anyhow;
@@ -37,22 +36,20 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    canon: CanonFlags,
-    #[command(flatten)]
-    limits: InputLimits,
+    module: ModuleFlags,
     #[command(flatten)]
     key: KeyArgs,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    super::limits::apply(&args.limits)?;
+    args.module.apply_limits()?;
     // A big module (thousands of blocks) takes seconds: a spinner after one, on a terminal.
     let progress = super::progress::Progress::spinner("keying", args.json);
     let record = record_for(
         args.input.as_ref(),
         args.computation_bytes.as_ref(),
         args.module_name.clone(),
-        &args.canon,
+        &args.module.canon,
         &args.key,
         args.json,
     )?;

@@ -3,6 +3,7 @@
 
 use super::error::CliError;
 use super::input::{self, Input};
+use super::limits::InputLimits;
 use crate::canon::{CanonicalModule, KernelMode, Options, module_name};
 use crate::key::{CanonicalSource, Computation, SourceError};
 use crate::mlir::{new_context, parse_module};
@@ -14,6 +15,29 @@ pub use mck_cli::flags::{CanonFlags, InputFormat, KernelArg};
 impl From<crate::canon::CanonError> for CliError {
     fn from(e: crate::canon::CanonError) -> Self {
         CliError::input(e)
+    }
+}
+
+/// How the commands that read one module (`canon`, `kernels`, `key`, `why`) take it in: the
+/// canonicalizer's flags and the input's limits.
+#[derive(Debug, clap::Args)]
+pub struct ModuleFlags {
+    #[command(flatten)]
+    pub canon: CanonFlags,
+    #[command(flatten)]
+    pub limits: InputLimits,
+}
+
+impl ModuleFlags {
+    /// Puts the limits in force for this process (before any input is read).
+    pub fn apply_limits(&self) -> Result<(), CliError> {
+        super::limits::apply(&self.limits)
+    }
+
+    /// `path` (`-`: stdin) read under the limits.
+    pub fn read(&self, path: &Path) -> Result<Input, CliError> {
+        self.apply_limits()?;
+        input::read(path)
     }
 }
 

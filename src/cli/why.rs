@@ -4,8 +4,7 @@
 use super::error::CliError;
 use super::key::record_for;
 use super::key_args::KeyArgs;
-use super::limits::InputLimits;
-use super::module::CanonFlags;
+use super::module::ModuleFlags;
 use super::output;
 use super::settings::CacheOptions;
 use super::stored;
@@ -26,22 +25,20 @@ pub struct Args {
     a: PathBuf,
     /// The new side, likewise.
     b: PathBuf,
-    /// Print the explanation as JSON.
-    #[arg(long)]
-    json: bool,
     #[command(flatten)]
-    canon: CanonFlags,
-    #[command(flatten)]
-    limits: InputLimits,
+    module: ModuleFlags,
     #[command(flatten)]
     key: KeyArgs,
     /// Where stored keys and addresses are read from.
     #[command(flatten)]
     cache: CacheOptions,
+    /// Print the explanation as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
-    super::limits::apply(&args.limits)?;
+    args.module.apply_limits()?;
     let a = side(&args.a, &args)?;
     let b = side(&args.b, &args)?;
     let mut explanation = explain(&a, &b);
@@ -78,7 +75,7 @@ fn side(path: &Path, args: &Args) -> Result<KeyRecord, CliError> {
         return stored::record(&stored::require(tiers.local(), &what)?);
     }
     let bytes = super::input::read_file(path)?;
-    let hlo = args.canon.input_format.is_hlo(&bytes);
+    let hlo = args.module.canon.input_format.is_hlo(&bytes);
     if !hlo && bytes.trim_ascii_start().starts_with(b"{") {
         return serde_json::from_slice(&bytes)
             .with_context(|| format!("{} is not a `key --json` report", path.display()))
@@ -88,7 +85,7 @@ fn side(path: &Path, args: &Args) -> Result<KeyRecord, CliError> {
         Some(&path.to_path_buf()),
         None,
         None,
-        &args.canon,
+        &args.module.canon,
         &args.key,
         true,
     )

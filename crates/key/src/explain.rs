@@ -597,21 +597,7 @@ impl fmt::Display for Explanation {
 mod tests {
     use super::*;
 
-    use crate::flags::FlagSources;
-    use crate::{Computation, KeyInputs, compute};
-
-    fn record(version: &str, xla_flags: &str) -> KeyRecord {
-        let inputs = KeyInputs {
-            module_name: "jit_f".into(),
-            flags: FlagSources {
-                xla_flags: Some(xla_flags.into()),
-                ..FlagSources::default()
-            },
-            ..KeyInputs::default()
-        };
-        let recipe = JaxRecipe::for_version(version).unwrap();
-        compute(Computation::Bytes(b"module"), &inputs, recipe).unwrap()
-    }
+    use crate::record::tests::record;
 
     #[test]
     fn locations_are_found_outside_strings_with_nested_parentheses() {

@@ -126,11 +126,13 @@ impl KeyRecord {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use crate::flags::FlagSources;
     use crate::{Computation, JaxRecipe, KeyInputs, compute};
 
-    fn record(version: &str, xla_flags: &str) -> super::KeyRecord {
+    /// The record of a small module keyed under release `version` with `xla_flags` (for this
+    /// file's tests and `explain.rs`'s).
+    pub(crate) fn record(version: &str, xla_flags: &str) -> super::KeyRecord {
         let inputs = KeyInputs {
             module_name: "jit_f".into(),
             flags: FlagSources {

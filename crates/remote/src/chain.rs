@@ -469,10 +469,7 @@ impl Chain {
     /// every writable tier before `tier`, and its expiry refreshed where it was found.
     fn copy_hit(&self, tier: usize, key: &CacheKey, meta: &EntryMeta, entry_file: &[u8]) {
         let remote = &self.remotes[tier];
-        if let Err(e) = self
-            .local
-            .publish_copy(key, meta, meta.artefact_size, &[entry_file])
-        {
+        if let Err(e) = self.local.publish_copy(key, meta, entry_file) {
             warn!("cannot copy the remote entry of {key} into the local cache: {e}");
         }
         remote.refresh(key.digest());

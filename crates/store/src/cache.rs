@@ -350,17 +350,17 @@ impl Store {
         self.publish_synced(key, meta, artefact_size, parts, self.settings.fsync)
     }
 
-    /// As [`Store::publish_parts`] for a copy of an entry that is durable elsewhere: never synced.
+    /// As [`Store::publish_parts`] for a copy of an entry file that is durable elsewhere: never
+    /// synced.
     /// Every read verifies an entry, so a copy a crash tore is quarantined as a miss and fetched
     /// again; what it saves is an fsync of the whole artefact on every copy.
     pub fn publish_copy(
         &self,
         key: &CacheKey,
         meta: &EntryMeta,
-        artefact_size: u64,
-        parts: &[&[u8]],
+        file: &[u8],
     ) -> Result<PutOutcome> {
-        self.publish_synced(key, meta, artefact_size, parts, false)
+        self.publish_synced(key, meta, meta.artefact_size, &[file], false)
     }
 
     fn publish_synced(
