@@ -2,9 +2,7 @@
 //! RSS (the front binary, without MLIR), and a canonical hit adds as little to what the MLIR
 //! binary starts with (~90 MB: libMLIR/libLLVM mapped and relocated, as `--version` shows).
 
-mod common;
-
-use common::{bin, corpus};
+use crate::common::{self, bin, corpus};
 
 /// Peak RSS of a direct hit, and what a canonical hit may add to the MLIR binary's start-up
 /// RSS, whatever the artefact's size.

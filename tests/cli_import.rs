@@ -3,9 +3,7 @@
 //! message naming it, and then nothing at all is written; an archive claiming huge members is
 //! imported (refused) in bounded memory, measured as the child's peak RSS.
 
-mod common;
-
-use common::{bin, corpus, failure, success};
+use crate::common::{self, bin, corpus, failure, success};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use std::path::{Path, PathBuf};

@@ -26,7 +26,7 @@ fn check_generated(page: &str, start: &str, end: &str, generated: &str) {
     assert_eq!(
         doc[from..to],
         *generated,
-        "{page} disagrees with the code: run MCK_REGENERATE_DOCS=1 cargo test -p mck-cli --test docs"
+        "{page} disagrees with the code: run MCK_REGENERATE_DOCS=1 cargo test -p mck-cli --test tests docs::"
     );
 }
 

@@ -1,0 +1,3 @@
+//! The integration tests of `mck-exec`, one binary: each file under `tests/` is a module.
+
+mod exec_api;
