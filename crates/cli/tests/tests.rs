@@ -2,3 +2,4 @@
 
 mod docs;
 mod import_cycles;
+mod test_layout;
