@@ -9,4 +9,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export MCK_FUZZ_MUTATIONS="${1:-100000}" MCK_FUZZ_SEED="${2:-1}"
 export MCK_FUZZ_OUT="${MCK_FUZZ_OUT:-${CARGO_TARGET_DIR:-target}/fuzz-key}"
-cargo test --locked --test fuzz_key -- --nocapture
+cargo test --locked -p mlir-cache-key --test tests fuzz_key:: -- --nocapture

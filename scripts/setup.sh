@@ -10,6 +10,7 @@ packages=(
   redis-server  # the remote-tier tests run a real Redis (brings redis-cli)
   strace  # tests/cli_no_fsync.rs and python/tests/test_hit_cost.py: a hit makes no fsync
   iproute2  # tests/cli_netns.rs: hosts as network namespaces (ip netns, veth, a bridge, tc tbf)
+  time  # GNU time: a child's own peak RSS (tests/common/mod.rs, peak_rss_kib)
 )
 
 missing=()
@@ -35,6 +36,6 @@ fi
 for tool in mlir-opt FileCheck lit not llvm-config; do
   [ -x "/usr/lib/llvm-22/bin/$tool" ] || { echo "setup: /usr/lib/llvm-22/bin/$tool missing after install" >&2; exit 1; }
 done
-for tool in redis-server redis-cli strace ip tc; do
+for tool in redis-server redis-cli strace ip tc /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "setup: $tool missing after install" >&2; exit 1; }
 done

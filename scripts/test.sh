@@ -13,13 +13,13 @@ cd "$(dirname "$0")/.."
 # fail instead.
 knobs=(
   UPDATE_SNAPSHOTS        # crates/key/tests/compile_options/text_and_diff.rs:11 rewrites snapshots instead of comparing
-  STORE_OPEN_ROUNDS       # crates/store/tests/store_processes.rs:316 (0 rounds = no check)
-  STORE_KILL_ITERATIONS   # crates/store/tests/store_processes.rs:525 (0 iterations = no check)
-  MCK_TEST_SKIP_REDIS     # tests/remote/redis.rs:126 skips the Redis tests
+  STORE_OPEN_ROUNDS       # crates/store/tests/store_processes.rs:318 (0 rounds = no check)
+  STORE_KILL_ITERATIONS   # crates/store/tests/store_processes.rs:527 (0 iterations = no check)
+  MCK_TEST_SKIP_REDIS     # tests/remote/redis.rs:124 skips the Redis tests
   MCK_TEST_BIN            # tests/common/mod.rs: runs the CLI tests against another build
   MLIR_CACHE_KEY_PROGRESS_DELAY_MS  # src/cli/progress.rs: when a progress bar appears
   MCK_FUZZ_MUTATIONS MCK_FUZZ_SEED MCK_FUZZ_OUT  # tests/fuzz_key.rs: the campaign size (CI runs the default smoke)
-  MCK_TEST_REDIS_URL      # tests/remote/redis.rs:101 (re-exported below for our own server only)
+  MCK_TEST_REDIS_URL      # tests/remote/redis.rs:98 (re-exported below for our own server only)
   MCK_TEST_S3_ENDPOINT MCK_TEST_S3_REGION MCK_TEST_S3_BUCKET MCK_TEST_S3_ACCESS_KEY_ID MCK_TEST_S3_SECRET_ACCESS_KEY MCK_TEST_GARAGE_DIR  # tests/remote/garage.rs (re-exported below for our own cluster only)
   MCK_TEST_GCS_HOST MCK_TEST_GCS_BUCKET  # tests/cli_s3.rs: the GCS emulator (re-exported below)
   AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_REGION AWS_DEFAULT_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_PROFILE STORAGE_EMULATOR_HOST GOOGLE_APPLICATION_CREDENTIALS  # read by the s3:// and gcs:// tiers (crates/remote/src/backends/buckets.rs)

@@ -3,9 +3,7 @@
 //! bytes equal those of a module canonicalized as the CLI does (owned, never put back); and the
 //! library path walks the module once.
 
-mod common;
-
-use common::{corpus, read};
+use crate::common::{corpus, read};
 use melior::ir::Module;
 use mlir_cache_key::canon::{CanonicalModule, KernelMode, Options};
 use mlir_cache_key::mlir::{

@@ -1,11 +1,8 @@
 //! Embedded kernels through the whole canonicalizer: relocated kernel pairs
 //! share canonical bytes, kernels that differ in code never do.
 
-mod common;
-mod kernel_helpers;
-
-use common::{corpus, read};
-use kernel_helpers::{canonical, edit_mosaic_body};
+use crate::common::{self, corpus, read};
+use crate::kernel_helpers::{canonical, edit_mosaic_body};
 use mlir_cache_key::canon::KernelAction;
 use mlir_cache_key::canon::kernels::StripMethod;
 use mlir_cache_key::mlir::{new_context, parse_module};

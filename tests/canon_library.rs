@@ -1,8 +1,6 @@
 //! The canonicalizer through the library API, on the real JAX corpus.
 
-mod common;
-
-use common::{corpus, read};
+use crate::common::{corpus, read};
 use mlir_cache_key::canon::{CanonicalModule, KernelAction, KernelMode, Options, canonicalize};
 use mlir_cache_key::mlir::{new_context, parse_module};
 use sha2::{Digest, Sha256};

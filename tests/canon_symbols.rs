@@ -3,9 +3,7 @@
 //! `scripts/gen-triton-sweep.py`) share canonical bytes, a program calling a
 //! different private function does not, and every reference follows.
 
-mod common;
-
-use common::{data, read};
+use crate::common::{data, read};
 use mlir_cache_key::canon::{CanonicalModule, Options, Renaming};
 use mlir_cache_key::mlir::{new_context, parse_module};
 

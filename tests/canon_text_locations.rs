@@ -1,9 +1,7 @@
 //! Canonical text shows locations exactly when they are part of the canonical
 //! bytes (`--keep-locations`), and `why` then names the location that moved.
 
-mod common;
-
-use common::{bin, corpus, success};
+use crate::common::{bin, corpus, success};
 
 fn text(extra: &[&str], module: &str) -> String {
     let out = success(

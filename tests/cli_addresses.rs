@@ -2,9 +2,7 @@
 //! real processes: two runs sharing by address, conflicts that name what
 //! moved, clear-then-resume, overwrite, adopt, export → import, hostile names.
 
-mod common;
-
-use common::{bin, corpus, failure, success, text};
+use crate::common::{self, bin, corpus, failure, success, text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

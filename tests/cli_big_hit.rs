@@ -2,27 +2,12 @@
 //! RSS (the front binary, without MLIR), and a canonical hit adds as little to what the MLIR
 //! binary starts with (~90 MB: libMLIR/libLLVM mapped and relocated, as `--version` shows).
 
-mod common;
-
-use common::{bin, corpus};
+use crate::common::{self, bin, corpus};
 
 /// Peak RSS of a direct hit, and what a canonical hit may add to the MLIR binary's start-up
 /// RSS, whatever the artefact's size.
 const MAX_HIT_RSS_KB: i64 = 64 * 1024;
 const ARTEFACT: u64 = 1 << 30;
-
-/// Runs `command` and returns its exit status and peak RSS (KiB), from wait4.
-fn run_measured(command: &mut std::process::Command) -> (i32, i64) {
-    let child = command.spawn().expect("spawn");
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid out-parameter; the pid is our unwaited child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(got, pid, "wait4");
-    std::mem::forget(child);
-    (libc::WEXITSTATUS(status), usage.ru_maxrss)
-}
 
 #[test]
 fn a_hit_on_a_1_gib_artefact_keeps_rss_small() {
@@ -49,11 +34,11 @@ fn a_hit_on_a_1_gib_artefact_keeps_rss_small() {
             .arg(&out);
         c
     };
-    let (_, start_kb) = run_measured(bin().arg("--version").stdout(std::process::Stdio::null()));
-    assert_eq!(run_measured(&mut exec(&[])).0, 0, "the miss");
+    let (_, start_kb) = common::peak_rss_kib(bin().arg("--version"));
+    assert_eq!(common::peak_rss_kib(&exec(&[])).0, 0, "the miss");
     for (extra, base_kb) in [(&[][..], 0), (&["--no-direct"][..], start_kb)] {
         std::fs::remove_file(&out).expect("remove output");
-        let (code, rss_kb) = run_measured(&mut exec(extra));
+        let (code, rss_kb) = common::peak_rss_kib(&exec(extra));
         assert_eq!(code, 0, "the hit {extra:?}");
         assert_eq!(std::fs::metadata(&out).expect("output").len(), ARTEFACT);
         assert!(

@@ -5,9 +5,7 @@
 //! `cache_errors = fail` keeps the strict behavior; with no settings each user gets a cache of
 //! their own.
 
-mod common;
-
-use common::{EX_CACHE, EX_USAGE, Site, compile};
+use crate::common::{self, EX_CACHE, EX_USAGE, Site, compile};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::Path;
 use std::process::{Command, Output};

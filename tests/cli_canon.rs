@@ -1,9 +1,7 @@
 //! `mlir-cache-key canon` and `kernels` as a user runs them: real processes,
 //! real files, bad inputs.
 
-mod common;
-
-use common::{bin, corpus, failure, read, run_with_stdin, success, text};
+use crate::common::{self, bin, corpus, failure, read, run_with_stdin, success, text};
 use indoc::indoc;
 
 fn digest(path: &std::path::Path) -> String {

@@ -1,9 +1,7 @@
 //! `config show|set|unset` and the precedence of the settings: default < config file <
 //! MLIR_CACHE_KEY_FLAGS < command line.
 
-mod common;
-
-use common::{EX_USAGE, bin, failure, success, text};
+use crate::common::{self, EX_USAGE, bin, failure, success, text};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

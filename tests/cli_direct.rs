@@ -2,9 +2,7 @@
 //! hit without parsing, never a key the canonical path would not give, and degrades to the
 //! canonical path when the manifest or its target is unusable.
 
-mod common;
-
-use common::{Site, bin, success};
+use crate::common::{self, Site, bin, success};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

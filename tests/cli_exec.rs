@@ -2,9 +2,7 @@
 //! directory: miss then hit, remembered failures, concurrency, placeholders,
 //! the compiler's identity, settings and hostile inputs.
 
-mod common;
-
-use common::{Site, bin, corpus, failure, success, text};
+use crate::common::{self, Site, bin, corpus, failure, success, text};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

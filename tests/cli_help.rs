@@ -1,8 +1,6 @@
 //! `--version`, `completions`, `man`, and help that documents every option and positional.
 
-mod common;
-
-use common::{EX_USAGE, bin, failure, success, text};
+use crate::common::{EX_USAGE, bin, failure, success, text};
 
 #[test]
 fn version_names_mlir_and_the_producer() {

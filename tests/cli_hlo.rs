@@ -3,9 +3,7 @@
 //! changed constant, shape or op does not; twins lowered in one process (other ids) share a
 //! digest and a key.
 
-mod common;
-
-use common::{bin, data, failure, read, success, text};
+use crate::common::{self, bin, data, failure, read, success, text};
 use std::path::PathBuf;
 
 fn hlo(name: &str) -> PathBuf {

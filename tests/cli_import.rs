@@ -3,9 +3,7 @@
 //! message naming it, and then nothing at all is written; an archive claiming huge members is
 //! imported (refused) in bounded memory, measured as the child's peak RSS.
 
-mod common;
-
-use common::{bin, corpus, failure, success};
+use crate::common::{self, bin, corpus, failure, success};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use std::path::{Path, PathBuf};
@@ -361,33 +359,13 @@ fn an_existing_run_with_another_record_is_refused_before_writing() {
     assert_eq!(entries.as_array().map(Vec::len), Some(1), "{entries}");
 }
 
-/// Peak RSS (KiB) of `command`, run to completion as a child; also its exit code.
-// The child is reaped by wait4, which also reports its resource usage.
-#[allow(clippy::zombie_processes)]
-fn peak_rss_kib(command: &mut Command) -> (i64, Option<i32>) {
-    let child = command
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let pid = libc::pid_t::try_from(child.id()).expect("pid");
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 on our own child, with valid pointers to locals.
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid, "wait4");
-    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-    (usage.ru_maxrss, code)
-}
-
 #[test]
 fn archives_claiming_huge_members_import_in_bounded_memory() {
     let f = Fixture::new();
     let ok = f.regular(&f.manifest());
     let name = ok[2].name.clone();
-    let (baseline, code) = peak_rss_kib(f.mck("dst").args(["runs", "list"]));
-    assert_eq!(code, Some(0));
+    let (code, baseline) = common::peak_rss_kib(f.mck("dst").args(["runs", "list"]));
+    assert_eq!(code, 0);
     let four_gib = 4u64 << 30;
     let cases: Vec<(&str, Vec<Member>)> = vec![
         ("sparse 4 GiB", {
@@ -419,13 +397,9 @@ fn archives_claiming_huge_members_import_in_bounded_memory() {
     for (what, members) in cases {
         let file = f.path(&format!("{}.tar", what.replace(' ', "_")));
         write_tar(&file, &members);
-        let (rss, code) = peak_rss_kib(f.mck("dst").args(["runs", "import"]).arg(&file));
+        let (code, rss) = common::peak_rss_kib(f.mck("dst").args(["runs", "import"]).arg(&file));
         eprintln!("{what}: peak RSS {rss} KiB (runs list: {baseline} KiB)");
-        assert_eq!(
-            code,
-            Some(common::EX_DATAERR),
-            "{what}: refused as a bad input"
-        );
+        assert_eq!(code, common::EX_DATAERR, "{what}: refused as a bad input");
         assert!(
             rss - baseline < MAX_EXTRA_RSS_KIB,
             "{what}: peak RSS {rss} KiB, {} KiB above `runs list`",

@@ -4,9 +4,7 @@
 //! without loss or error, and a corrupt inode-cache file or a file modified within 2 s is
 //! simply not used.
 
-mod common;
-
-use common::{Site, compile};
+use crate::common::{Site, compile};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -1,9 +1,7 @@
 //! `--json` (with a `schema`) and human output on the commands that report; progress on stderr
 //! only under a terminal.
 
-mod common;
-
-use common::{bin, corpus, success, text};
+use crate::common::{self, bin, corpus, success, text};
 use std::path::Path;
 use std::process::Command;
 

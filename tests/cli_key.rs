@@ -1,9 +1,7 @@
 //! `mlir-cache-key key` and `why` as users run them: parity through the CLI (every release's
 //! vectors), one "differs" test per ingredient with `why` naming it, and bad inputs.
 
-mod common;
-
-use common::{bin, corpus, data, failure, read, success, text};
+use crate::common::{self, bin, corpus, data, failure, read, success, text};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

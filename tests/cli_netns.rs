@@ -10,16 +10,7 @@
 //! Needs root (namespaces, links, qdiscs): by hand a non-root run skips and says so; under CI
 //! it fails instead.
 
-mod common;
-#[allow(unused_macros)]
-#[macro_use]
-#[path = "remote/redis.rs"]
-mod redis;
-#[path = "remote/garage.rs"]
-mod garage;
-#[path = "remote/team.rs"]
-mod team;
-
+use crate::{common, garage, redis, team};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -27,10 +18,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use common::read;
-use garage::Bucket;
+use crate::common::read;
+use crate::garage::Bucket;
+use crate::team::Team;
 use serde_json::Value;
-use team::Team;
 
 /// A bridge and the namespaces plugged into it; all removed on drop, even when a test fails.
 struct Net {

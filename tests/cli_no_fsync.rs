@@ -7,12 +7,8 @@
 //! strace is Debian's `strace` package (scripts/setup.sh installs it); without it these tests
 //! skip, except under CI, where they fail.
 
-mod common;
-#[macro_use]
-#[path = "remote/redis.rs"]
-mod redis;
-
-use common::{Site, compile};
+use crate::common::{Site, compile};
+use crate::{common, redis};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

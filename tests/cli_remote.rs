@@ -5,18 +5,12 @@
 //!
 //! See `remote/redis.rs` for where the server comes from (never a silent pass).
 
-mod common;
-#[macro_use]
-#[path = "remote/redis.rs"]
-mod redis;
-#[path = "remote/team.rs"]
-mod team;
-
-use common::{bin, failure, read, success, success_stderr};
+use crate::common::{bin, failure, read, success, success_stderr};
+use crate::team::{Team, spawn_slow, timed_success};
+use crate::{common, redis};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
-use team::{Team, spawn_slow, timed_success};
 
 #[test]
 fn a_second_host_gets_a_hit_without_compiling() {

@@ -6,17 +6,11 @@
 //! per tier; the configuration file's list, repeated flags and `MLIR_CACHE_KEY_FLAGS` make the
 //! same chain.
 
-mod common;
-#[macro_use]
-#[path = "remote/redis.rs"]
-mod redis;
-#[path = "remote/team.rs"]
-mod team;
-
-use common::{success, success_stderr};
-use redis::Target;
+use crate::common::{success, success_stderr};
+use crate::redis::Target;
+use crate::team::Team;
+use crate::{common, redis};
 use serde_json::Value;
-use team::Team;
 
 /// A port nobody listens on: connections are refused at once.
 const DEAD_TIER: &str = "redis://127.0.0.1:1/0";

@@ -3,20 +3,14 @@
 //! without one, as the README says), a value MACed with another secret, bad secret files, a
 //! server that stops answering mid-compile, an extreme `--lock-timeout`.
 
-mod common;
-#[macro_use]
-#[path = "remote/redis.rs"]
-mod redis;
-#[path = "remote/team.rs"]
-mod team;
-
-use common::{bin, failure, success, success_stderr};
+use crate::common::{bin, failure, success, success_stderr};
+use crate::team::Team;
+use crate::{common, redis, team};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-use team::Team;
 
 /// A team of hosts (`remote/team.rs`) that may hold a shared secret; they compile a.mlir.
 struct Host {

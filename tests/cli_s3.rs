@@ -5,24 +5,15 @@
 //! holds on S3 as on Redis; a failing bucket warns in one line. GCS: two cache directories share
 //! an entry through gcp-storage-emulator (an emulator, started by `scripts/gcs-emulator.sh`).
 
-mod common;
-#[allow(unused_macros)]
-#[macro_use]
-#[path = "remote/redis.rs"]
-mod redis;
-#[path = "remote/garage.rs"]
-mod garage;
-#[path = "remote/team.rs"]
-mod team;
-
+use crate::{garage, redis};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{read, success, success_stderr};
-use garage::Bucket;
+use crate::common::{read, success, success_stderr};
+use crate::garage::Bucket;
+use crate::team::Team;
 use serde_json::Value;
-use team::Team;
 
 /// Hosts sharing `bucket`, every command given the AWS variables.
 struct S3Team {

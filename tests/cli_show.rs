@@ -1,8 +1,8 @@
 //! `cache show KEY|ADDRESS` and `why KEY1 KEY2` reading records from the cache.
 
-mod common;
-
-use common::{EX_NOINPUT, bin, corpus, exec_through_compiler_sh, failure, success, text};
+use crate::common::{
+    self, EX_NOINPUT, bin, corpus, exec_through_compiler_sh, failure, success, text,
+};
 use std::path::Path;
 
 fn exec(dir: &Path, module: &Path, address: Option<&str>) {

@@ -1,9 +1,7 @@
 //! `cache stats`: hit rate, miss reasons recorded by `exec`, human sizes, `--zero`, and
 //! counters that survive the loss of the index.
 
-mod common;
-
-use common::{Site, bin, success, text};
+use crate::common::{self, Site, bin, success, text};
 use std::path::Path;
 use std::process::Command;
 

@@ -3,9 +3,7 @@
 //! when an older version stored one), a damaged, symlinked or shared registry, and temporary
 //! files left by killed writers in the cache and next to outputs.
 
-mod common;
-
-use common::{failure, success, text};
+use crate::common::{self, failure, success, text};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;

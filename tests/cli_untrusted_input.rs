@@ -3,11 +3,9 @@
 //! MLIR's reader still crashes or hangs on is contained in a child process,
 //! every input is capped in size, and Mosaic kernel configs are unambiguous.
 
-mod common;
-
+use crate::common::{self, bin, corpus, data, failure, read, run_with_stdin, success};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use common::{bin, corpus, data, failure, read, run_with_stdin, success};
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

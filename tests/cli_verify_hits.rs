@@ -4,9 +4,7 @@
 //! nondeterministic one is reported as such; rates 0, 1 and a fraction; the stats, the list and
 //! `cache show` of a suspect entry.
 
-mod common;
-
-use common::{bin, corpus, data, failure, run, stderr, write_script};
+use crate::common::{self, bin, corpus, data, failure, run, stderr, write_script};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -2,15 +2,8 @@
 //! remote's copy of the condemned artefact is not served either (real processes, real Redis;
 //! see `remote/redis.rs` for where the server comes from).
 
-mod common;
-#[macro_use]
-#[path = "remote/redis.rs"]
-mod redis;
-#[path = "remote/team.rs"]
-mod team;
-
-use common::{read, success, success_stderr};
-use team::Team;
+use crate::common::{self, read, success, success_stderr};
+use crate::team::Team;
 
 #[test]
 fn the_remote_copy_of_a_suspect_entry_is_not_served() {

@@ -1,13 +1,8 @@
 //! `why` on two modules that differ only inside an embedded kernel names the call and the
 //! first differing operation inside the kernel, not an escaped byte run of its attribute.
 
-mod common;
-// Only its Mosaic body editor is used here.
-#[allow(dead_code)]
-mod kernel_helpers;
-
-use common::{assert_contains, bin, corpus, data, success, text};
-use kernel_helpers::edit_mosaic_body;
+use crate::common::{assert_contains, bin, corpus, data, success, text};
+use crate::kernel_helpers::edit_mosaic_body;
 use mlir_cache_key::mlir::{new_context, parse_module, write_bytecode_with};
 use std::path::{Path, PathBuf};
 

@@ -3,9 +3,9 @@
 //! `runs status`, the XLA flag filter, interpreted compilers, exit codes, logs), and one
 //! scenario walks the whole workflow.
 
-mod common;
-
-use common::{EX_CONFLICT, EX_NOINPUT, EX_USAGE, Site, bin, failure, stderr, success, text};
+use crate::common::{
+    self, EX_CONFLICT, EX_NOINPUT, EX_USAGE, Site, bin, failure, stderr, success, text,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

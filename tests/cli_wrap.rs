@@ -3,9 +3,7 @@
 //! is a hit that does not run the compiler, a changed flag misses, an argument shape the table
 //! cannot read runs uncached; `neuronx-cc compile` with JAX's HloModuleProtos.
 
-mod common;
-
-use common::{bin, corpus, data};
+use crate::common::{bin, corpus, data};
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

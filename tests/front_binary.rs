@@ -2,9 +2,7 @@
 //! start-up nor their resident memory; every other command is handed to the MLIR binary beside
 //! it, with the same arguments and the same results.
 
-mod common;
-
-use common::{EX_SOFTWARE, EX_USAGE, bin, corpus};
+use crate::common::{EX_SOFTWARE, EX_USAGE, bin, corpus};
 use std::process::Command;
 
 fn mlir_binary() -> Command {

@@ -14,9 +14,7 @@
 //! every mutant through a binary that predates the validation (how the
 //! harness was shown to fail: 9 of 3,000 crashed or hung it).
 
-mod common;
-
-use common::{bin, corpus, data};
+use crate::common::{self, bin, corpus, data};
 use mlir_cache_key::bytecode::validate;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

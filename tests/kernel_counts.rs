@@ -15,13 +15,10 @@
 //! (`canon::kernels` payload.rs; docs/bytecode-stripper.md). Nothing in the
 //! corpus takes that path, so the payloads are built here with this MLIR.
 
-mod common;
-mod kernel_helpers;
-
+use crate::common::{corpus, data, read};
+use crate::kernel_helpers::{canonical, edit_mosaic_body};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use common::{corpus, data, read};
-use kernel_helpers::{canonical, edit_mosaic_body};
 use mlir_cache_key::bytecode::{self, BytecodeError, StripOutput, strip_locations};
 use mlir_cache_key::canon::KernelAction;
 use mlir_cache_key::canon::kernels::StripMethod;

@@ -2,9 +2,7 @@
 //! bytecode of the plugin's result equals the CLI's canonical bytes, byte for
 //! byte after the header (mlir-opt writes its own producer string).
 
-mod common;
-
-use common::{bin, corpus, success};
+use crate::common::{self, bin, corpus, success};
 use std::path::PathBuf;
 use std::process::Command;
 

@@ -216,3 +216,43 @@ pub fn exec_through_compiler_sh(
         .args(extra);
     c
 }
+
+/// Runs `command` to completion (no stdin; stdout and stderr discarded) and returns its exit
+/// code (128 + the signal's number when a signal ended it) and its peak RSS in KiB.
+///
+/// GNU time takes the measure, not `wait4` here: a child spawned by this process begins in
+/// this process's memory (vfork/posix_spawn share it until exec), and Linux keeps that memory's
+/// high-water mark in the child's `ru_maxrss` — libMLIR's relocated pages and whatever the
+/// other tests of this binary hold, ~100 MB. GNU time is a small process: what it reports for
+/// its child is the command's own peak.
+pub fn peak_rss_kib(command: &Command) -> (i32, i64) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = dir.path().join("maxrss");
+    let mut timed = Command::new("/usr/bin/time");
+    timed
+        .args(["--quiet", "--format=%M", "--output"])
+        .arg(&report)
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (name, value) in command.get_envs() {
+        match value {
+            Some(value) => timed.env(name, value),
+            None => timed.env_remove(name),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        timed.current_dir(dir);
+    }
+    let status = timed
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap_or_else(|e| panic!("run /usr/bin/time (Debian package `time`): {e}"));
+    let text = std::fs::read_to_string(&report).expect("GNU time's report");
+    let kib = text
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("GNU time's report {text:?}: expected %M, KiB"));
+    (status.code().expect("GNU time exits"), kib)
+}

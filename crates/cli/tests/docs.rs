@@ -4,7 +4,7 @@
 //! and BENCHMARKS.md points at a file that exists, and docs/architecture.md names every
 //! workspace package, cites only paths that exist and counts no lines.
 
-mod workspace;
+use crate::workspace;
 
 use std::path::{Path, PathBuf};
 
@@ -29,7 +29,7 @@ fn check_generated(page: &str, start: &str, end: &str, generated: &str) {
     assert_eq!(
         doc[from..to],
         *generated,
-        "{page} disagrees with the code: run MCK_REGENERATE_DOCS=1 cargo test -p mck-cli --test docs"
+        "{page} disagrees with the code: run MCK_REGENERATE_DOCS=1 cargo test -p mck-cli --test tests docs::"
     );
 }
 

@@ -20,7 +20,7 @@
 //! A cycle is a strongly connected group of two or more files. Each is reported as a walk
 //! through all its files, back to the first, with the line of each reference it takes.
 
-mod workspace;
+use crate::workspace;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};

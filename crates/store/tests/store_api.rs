@@ -1,15 +1,12 @@
 //! The store's behavior in one process, on a real filesystem: lookups, failures, corruption,
 //! eviction order and TTL, index repair, hostile keys and directories.
 
-#[path = "store/common.rs"]
-mod common;
-
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{T0, clock, days, files_under, fresh, key, open_at, payload};
+use crate::common::{self, T0, clock, days, files_under, fresh, key, open_at, payload};
 use mck_store::{
     CacheKey, Clear, EntryState, Failure, ListFilter, Lookup, ManualClock, PutOutcome, SortBy,
     Store, StoreError, Streamed, format,

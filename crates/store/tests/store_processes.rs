@@ -6,9 +6,6 @@
 //! binaries while still exercising separate processes (separate SQLite connections, separate
 //! flock owners, real kills).
 
-#[path = "store/common.rs"]
-mod common;
-
 use std::fs::{self, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -17,7 +14,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{files_under, key, payload};
+use crate::common::{self, files_under, key, payload};
 use mck_remote::{Compiled, Served};
 use mck_settings::{Layer, Settings};
 use mck_store::{CacheKey, CompileLock, Failure, Lookup, ManualClock, Store};
@@ -26,6 +23,14 @@ use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
 const WORKER: &str = "STORE_TEST_WORKER";
+
+/// The name libtest gives `worker_entry` (its path below the test crate's root), for `--exact`.
+fn worker_test() -> String {
+    match module_path!().split_once("::") {
+        Some((_crate, module)) => format!("{module}::worker_entry"),
+        None => "worker_entry".to_owned(),
+    }
+}
 
 /// Entry point of the worker processes; a no-op in a normal test run.
 #[test]
@@ -126,7 +131,7 @@ fn run_worker(mode: &str) -> Result<(), String> {
 fn spawn(mode: &str, cache_dir: &Path, extra: &[(&str, String)]) -> Child {
     let exe = std::env::current_exe().expect("test binary path");
     let mut cmd = Command::new(exe);
-    cmd.args(["--exact", "worker_entry", "--nocapture", "--test-threads=1"])
+    cmd.args(["--exact", &worker_test(), "--nocapture", "--test-threads=1"])
         .env(WORKER, mode)
         .env(
             "MLIR_CACHE_KEY_FLAGS",
@@ -528,7 +533,7 @@ fn writers_killed_at_random_instants_never_leave_a_wrong_entry() {
     let spawn_with_cap = |mode: &str| -> Child {
         let exe = std::env::current_exe().expect("test binary");
         Command::new(exe)
-            .args(["--exact", "worker_entry", "--nocapture", "--test-threads=1"])
+            .args(["--exact", &worker_test(), "--nocapture", "--test-threads=1"])
             .env(WORKER, mode)
             .env(
                 "MLIR_CACHE_KEY_FLAGS",

@@ -1,10 +1,7 @@
 //! Suspect entries (a hit audit caught them) and the audit counters, on a real filesystem:
 //! kept on disk, never served by any read path, lifted by a put of another payload.
 
-#[path = "store/common.rs"]
-mod common;
-
-use common::{fresh, key};
+use crate::common::{fresh, key};
 use mck_store::{AuditCounts, AuditOutcome, ListFilter, Lookup, MAX_SUSPECT_REASON_LEN, Streamed};
 use serde_json::json;
 

@@ -2,7 +2,7 @@
 //! already-stripped kernel stays as it is, and stripping is deterministic and
 //! idempotent.
 
-use crate::common;
+use super::common;
 
 use common::*;
 use mck_bytecode::{StripOptions, StripOutput, inspect, strip_locations, strip_locations_with};

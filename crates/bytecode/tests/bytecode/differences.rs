@@ -1,7 +1,7 @@
 //! Payloads that differ in anything but debug info must never strip to the
 //! same bytes: constants, op names and attribute strings are kept as they are.
 
-use crate::common;
+use super::common;
 
 use common::*;
 use mck_bytecode::{StripOutput, strip_locations};

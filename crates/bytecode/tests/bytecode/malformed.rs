@@ -2,7 +2,7 @@
 //! allocates in proportion to a count the input cannot back, and never
 //! recurses without bound.
 
-use crate::common;
+use super::common;
 
 use common::*;
 use mck_bytecode::{BytecodeError, inspect, strip_locations};

@@ -2,7 +2,7 @@
 //! of anything else always do (or the payload is left alone / rejected); no
 //! input makes the stripper panic.
 
-use crate::common;
+use super::common;
 
 use common::*;
 use mck_bytecode::{StripOutput, inspect, strip_locations, varint};

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use mck_bytecode::{StripOutput, strip_locations};
 use sha2::{Digest, Sha256};
 
-use crate::common::kernel_manifest;
+use super::common::kernel_manifest;
 
 /// One generated kernel.
 struct Kernel {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use mck_bytecode::{StripOutput, strip_locations};
 
-use crate::common::kernel_manifest;
+use super::common::kernel_manifest;
 
 /// One kernel of the sweep.
 struct Kernel {

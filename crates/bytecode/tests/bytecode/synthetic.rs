@@ -2,7 +2,7 @@
 //! locations that are not locations, property blobs (with and without the
 //! writer invariant), block-argument locations and aligned resources.
 
-use crate::common;
+use super::common;
 
 use common::*;
 use mck_bytecode::{StripOptions, StripOutput, inspect, strip_locations, strip_locations_with};

@@ -3,7 +3,7 @@
 //! writer lays it out, with one thing made wrong that MLIR would allocate,
 //! index or loop on.
 
-use crate::common;
+use super::common;
 
 use common::*;
 use mck_bytecode::{BytecodeError, validate};

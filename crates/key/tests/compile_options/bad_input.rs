@@ -1,6 +1,6 @@
 //! Hostile and broken bytes: always an error value with a place, never a panic or a hang.
 
-use crate::common;
+use super::common;
 
 use common::{VECTORS, input, lf, varint_bytes};
 use mck_key::compile_options::{

@@ -1,6 +1,6 @@
 //! Each parity vector's input normalizes to exactly the bytes JAX 0.12.0.1 hashed.
 
-use crate::common;
+use super::common;
 
 use common::{VECTORS, expected, input};
 use mck_key::compile_options::{NormalizeOptions, normalize};

@@ -1,6 +1,6 @@
 //! Normalization on inputs built here, one rule per test.
 
-use crate::common;
+use super::common;
 
 use common::{RESET_NUMBERS, cat, f32f, lf, vf, zero};
 use mck_key::compile_options::{Msg, NormalizeOptions, OptionsError, lookup, normalize, to_text};

@@ -1,6 +1,6 @@
 //! The text view and the field diff on parity data, as snapshot assertions.
 
-use crate::common;
+use super::common;
 
 use common::{data_path, expected, input};
 use mck_key::compile_options::{NormalizeOptions, diff, normalize, to_text};
