@@ -6,6 +6,7 @@
 use crate::common::{self, bin, corpus, failure, success};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -88,17 +89,52 @@ impl Fixture {
         out
     }
 
+    /// As [`Fixture::mck`], with the shared secret in `secret` (a file).
+    fn mck_signing(&self, cache: &str, secret: &Path) -> Command {
+        let mut c = self.mck(cache);
+        c.env(
+            "MLIR_CACHE_KEY_FLAGS",
+            format!(
+                "--cache_dir={} --remote_secret_file={}",
+                self.path(cache).display(),
+                secret.display()
+            ),
+        );
+        c
+    }
+
+    /// A secret file of mode 0600 holding `text`.
+    fn secret(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.path(name);
+        std::fs::write(&path, text).expect("write secret");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        path
+    }
+
     /// Imports `members` into a fresh cache `dst`: must fail with exit 3 mentioning `want`, and
     /// leave no entry, no run and no temporary file behind.
     fn refused(&self, what: &str, members: &[Member], want: &str) {
+        self.refused_under(what, members, None, want);
+    }
+
+    /// As [`Fixture::refused`], importing with the shared secret in `secret` if given.
+    fn refused_under(&self, what: &str, members: &[Member], secret: Option<&Path>, want: &str) {
         let file = self.path(&format!("{}.tar", what.replace(' ', "_")));
         write_tar(&file, members);
         let dst = format!("dst-{}", what.replace(' ', "_"));
+        let mut import = match secret {
+            Some(secret) => self.mck_signing(&dst, secret),
+            None => self.mck(&dst),
+        };
         let e = failure(
-            self.mck(&dst).args(["runs", "import"]).arg(&file),
+            import.args(["runs", "import"]).arg(&file),
             common::EX_DATAERR,
         );
         assert!(e.contains(want), "{what}: {e}");
+        assert!(
+            e.contains(&file.display().to_string()),
+            "{what}: names the file: {e}"
+        );
         assert!(e.contains("nothing was imported"), "{what}: {e}");
         assert!(e.len() < 1000, "{what}: a long message: {e}");
         let entries = success(self.mck(&dst).args(["cache", "entries", "--json"]));
@@ -406,4 +442,113 @@ fn archives_claiming_huge_members_import_in_bounded_memory() {
             rss - baseline
         );
     }
+}
+
+/// The members of the tar file at `path`, in order.
+fn members_of(path: &Path) -> Vec<Member> {
+    let mut archive = tar::Archive::new(std::fs::File::open(path).expect("open"));
+    archive
+        .entries()
+        .expect("entries")
+        .map(|m| {
+            let mut m = m.expect("member");
+            let name = m.path().expect("path").to_string_lossy().into_owned();
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut m, &mut bytes).expect("read");
+            Member::file(&name, &bytes)
+        })
+        .collect()
+}
+
+/// `entry` (an entry file) with its payload replaced by `payload`: a valid entry of the same
+/// key, as anyone can make.
+fn with_payload(entry: &[u8], digest: &str, payload: &[u8]) -> Vec<u8> {
+    use mlir_cache_key::store::{CacheKey, Digest, EntryMeta, decode_digested, encode_prefix};
+    let (meta, _) = decode_digested(entry, &Digest::parse(digest).unwrap(), None).unwrap();
+    let key = CacheKey::parse(&meta.key).unwrap();
+    let forged = EntryMeta::new(
+        &key,
+        meta.state,
+        None,
+        payload,
+        meta.created_ms,
+        meta.ingredients,
+    );
+    let mut out = encode_prefix(&forged).unwrap();
+    out.extend_from_slice(payload);
+    out
+}
+
+/// With a shared secret, `runs export` signs the archive (`run.seal`) and `runs import` takes
+/// only an archive signed with that secret. Refused, naming the file, with nothing written: an
+/// unsigned archive, one signed with another secret, and a signed one whose payload was replaced
+/// by another valid entry of the same key and whose run.json was re-summed to match. Without a
+/// secret that crafted archive imports, as before: archives are then trusted.
+#[test]
+fn with_a_shared_secret_only_archives_signed_with_it_import() {
+    let f = Fixture::new();
+    let ours = f.secret("ours", "the team's own shared secret");
+    let theirs = f.secret("theirs", "another team's shared secret");
+    let signed = f.path("signed.tar");
+    let out = common::text(success(
+        f.mck_signing("src", &ours)
+            .args(["runs", "export", "r1"])
+            .arg(&signed),
+    ));
+    assert!(out.contains("(signed with the shared secret)"), "{out}");
+    let out = common::text(success(
+        f.mck_signing("dst-ours", &ours)
+            .args(["runs", "import", "--json"])
+            .arg(&signed),
+    ));
+    let report: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(
+        (report["artefacts"].as_u64(), report["signed"].as_bool()),
+        (Some(2), Some(true))
+    );
+
+    let members = members_of(&signed);
+    let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(&names[..2], ["run.seal", "run.json"]);
+    f.refused_under(
+        "another secret",
+        &members,
+        Some(&theirs),
+        "does not match the shared secret",
+    );
+    f.refused_under("unsigned", &members[1..], Some(&ours), "is not signed");
+    f.refused_under(
+        "bad seal",
+        &[
+            vec![Member::file("run.seal", b"forged\n")],
+            members[1..].to_vec(),
+        ]
+        .concat(),
+        Some(&ours),
+        "not a seal",
+    );
+
+    // A payload replaced by another valid entry of its key, run.json re-summed, the seal kept.
+    let mut forged = members.clone();
+    let digest = forged[3].name.trim_start_matches("entries/").to_owned();
+    forged[3].data = with_payload(&forged[3].data, &digest, b"what the attacker wants run");
+    let mut m: Value = serde_json::from_slice(&forged[1].data).expect("run.json");
+    m["files"][&forged[3].name] = sha256(&forged[3].data).into();
+    forged[1] = Member::file("run.json", &serde_json::to_vec_pretty(&m).unwrap());
+    f.refused_under(
+        "forged payload",
+        &forged,
+        Some(&ours),
+        "does not match the shared secret",
+    );
+    f.refused_under(
+        "forged and unsigned",
+        &forged[1..],
+        Some(&ours),
+        "is not signed",
+    );
+    // Without a secret the same archive imports: the seal is what tells them apart.
+    let file = f.path("forged-no-secret.tar");
+    write_tar(&file, &forged[1..]);
+    success(f.mck("dst-trusting").args(["runs", "import"]).arg(&file));
 }

@@ -6,6 +6,7 @@ use super::output;
 use super::output::{Reported, json_text, pad, utc};
 use super::progress::Progress;
 use super::settings::CacheOptions;
+use crate::remote::Secret;
 use crate::runs::{Registry, RunsError, archive};
 use crate::store::Store;
 use anyhow::anyhow;
@@ -31,7 +32,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Write a run and its artefacts to one file (a tar with checksums).
+    /// Write a run and its artefacts to one file (a tar with checksums), signed with the
+    /// shared secret (remote_secret_file) when one is set.
     #[command(after_help = "Example:\n  mlir-cache-key runs export nightly-0412 nightly.tar")]
     Export {
         /// The run's name.
@@ -42,7 +44,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Read a `runs export` file into this cache, verifying every checksum.
+    /// Read a `runs export` file into this cache, verifying every checksum; with a shared
+    /// secret (remote_secret_file), only a file signed with it.
     #[command(after_help = "Example:\n  mlir-cache-key runs import nightly.tar --adopt-cache")]
     Import {
         /// A file written by `runs export`.
@@ -88,6 +91,8 @@ pub enum Command {
 pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError> {
     let tiers = cache.open_to_manage()?;
     let store = tiers.local();
+    // Archives are signed, and must be signed, with the secret that authenticates remote values.
+    let secret = tiers.remote_settings().secret.as_ref();
     let registry = Registry::open(store)?;
     let text = match command {
         Command::List { json } => {
@@ -172,7 +177,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
         }
         Command::Export { run, file, json } => {
             let progress = Progress::spinner("exporting", json);
-            let report = export(store, &run, &file)?;
+            let report = export(store, &run, &file, secret)?;
             drop(progress);
             report.render("export", json)?
         }
@@ -182,7 +187,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             json,
         } => {
             let progress = Progress::spinner("importing", json);
-            let report = import(store, &file, adopt_cache)?;
+            let report = import(store, &file, adopt_cache, secret)?;
             drop(progress);
             report.render("import", json)?
         }
@@ -213,37 +218,63 @@ fn no_run(run: &str) -> CliError {
     ))
 }
 
-fn export(store: &Store, run: &str, file: &Path) -> Result<Reported, CliError> {
-    let report = archive::export_run(store, run, file)?.ok_or_else(|| no_run(run))?;
+fn export(
+    store: &Store,
+    run: &str,
+    file: &Path,
+    secret: Option<&Secret>,
+) -> Result<Reported, CliError> {
+    let report = archive::export_run(store, run, file, secret)?.ok_or_else(|| no_run(run))?;
     Ok(Reported {
         text: format!(
-            "exported run {run}: {} lines, {} artefacts, to {}\n",
+            "exported run {run}: {} lines, {} artefacts, to {}{}\n",
             report.lines,
             report.artefacts,
-            file.display()
+            file.display(),
+            signed_mark(report.signed)
         ),
         json: serde_json::json!({
             "run": run,
             "lines": report.lines,
             "artefacts": report.artefacts,
             "file": file,
+            "signed": report.signed,
         }),
     })
 }
 
-fn import(store: &Store, file: &Path, adopt_cache: bool) -> Result<Reported, CliError> {
-    let report = archive::import_run(store, file).map_err(|e| match e {
+/// How a text report says that an archive was signed (export) or its signature verified
+/// (import).
+fn signed_mark(signed: bool) -> &'static str {
+    if signed {
+        " (signed with the shared secret)"
+    } else {
+        ""
+    }
+}
+
+fn import(
+    store: &Store,
+    file: &Path,
+    adopt_cache: bool,
+    secret: Option<&Secret>,
+) -> Result<Reported, CliError> {
+    let report = archive::import_run(store, file, secret).map_err(|e| match e {
         RunsError::Archive { .. } => CliError::input(e),
         e => e.into(),
     })?;
     let mut out = format!(
-        "imported run {}: {} lines, {} artefacts\n",
-        report.run, report.lines, report.artefacts
+        "imported run {}: {} lines, {} artefacts{}\n",
+        report.run,
+        report.lines,
+        report.artefacts,
+        signed_mark(report.signed)
     );
     let mut json = serde_json::json!({
         "run": report.run,
         "lines": report.lines,
         "artefacts": report.artefacts,
+        "signed": report.signed,
     });
     if adopt_cache {
         let adopted = super::addresses::adopt(store, &report.run)?;

@@ -26,10 +26,13 @@ use mck_store::fsutil;
 
 const MAGIC: &[u8; 4] = b"MCKA";
 const VERSION: u8 = 1;
-const TAG_LEN: usize = 32;
+/// Length of an HMAC-SHA-256 tag.
+pub const TAG_LEN: usize = 32;
 /// Bytes before the entry file in a sealed value.
 pub const SEAL_LEN: usize = MAGIC.len() + 1 + TAG_LEN;
 const CONTEXT: &[u8] = b"mlir-cache-key/remote-entry/v1\0";
+/// The context of [`Secret::tag`]s.
+const PURPOSE_CONTEXT: &[u8] = b"mlir-cache-key/tag/v1\0";
 
 /// Largest secret file read.
 pub const MAX_SECRET_LEN: usize = 4096;
@@ -121,17 +124,39 @@ impl Secret {
         })
     }
 
+    /// The HMAC-SHA-256 tag of `bytes` for `purpose` (a fixed name, e.g.
+    /// `mlir-cache-key/run-archive/v1`: a tag made for one purpose never verifies for another).
+    pub fn tag(&self, purpose: &str, bytes: &[u8]) -> [u8; TAG_LEN] {
+        self.mac_in(PURPOSE_CONTEXT, purpose, &[bytes])
+            .finalize()
+            .into_bytes()
+            .into()
+    }
+
+    /// Whether `tag` is [`Secret::tag`] of `bytes` for `purpose` (compared in constant time).
+    pub fn verify_tag(&self, purpose: &str, bytes: &[u8], tag: &[u8]) -> Result<(), AuthError> {
+        self.mac_in(PURPOSE_CONTEXT, purpose, &[bytes])
+            .verify_slice(tag)
+            .map_err(|_| AuthError::WrongTag)
+    }
+
     /// The MAC of a value at `object_key`, ready for its body (what follows the seal).
     pub fn body_mac(&self, object_key: &str) -> Hmac<Sha256> {
         self.mac(object_key, &[])
     }
 
     fn mac(&self, object_key: &str, parts: &[&[u8]]) -> Hmac<Sha256> {
+        self.mac_in(CONTEXT, object_key, parts)
+    }
+
+    /// HMAC over `context`, `name`, a NUL and `parts`: a context per kind of tag (remote
+    /// values, tags for a named purpose), so no tag of one kind verifies as another.
+    fn mac_in(&self, context: &[u8], name: &str, parts: &[&[u8]]) -> Hmac<Sha256> {
         // Any key length is valid for HMAC: this cannot fail.
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.bytes)
             .unwrap_or_else(|_| unreachable!("HMAC takes keys of any length"));
-        mac.update(CONTEXT);
-        mac.update(object_key.as_bytes());
+        mac.update(context);
+        mac.update(name.as_bytes());
         mac.update(b"\0");
         for part in parts {
             mac.update(part);

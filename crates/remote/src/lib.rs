@@ -36,7 +36,7 @@ mod stats;
 mod tier;
 mod tier_url;
 
-pub use auth::{AuthError, MAX_SECRET_LEN, MIN_SECRET_LEN, Secret};
+pub use auth::{AuthError, MAX_SECRET_LEN, MIN_SECRET_LEN, Secret, TAG_LEN};
 pub use backend::{Backend, OpenTier, Parsed, UrlError};
 pub use backends::PART_BYTES;
 pub use breaker::{Breaker, marked_down_until, state_file_name};

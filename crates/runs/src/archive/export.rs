@@ -8,9 +8,11 @@ use std::path::Path;
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
+use mck_remote::Secret;
 use mck_store::{CacheKey, Store, StoreError};
 
 use super::manifest::{EXPORT_FORMAT, MANIFEST, Manifest, member_name};
+use super::seal::{SEAL, seal};
 use crate::error::{Result, RunsError};
 use crate::registry::{Registry, RunEntry};
 use crate::state::RunState;
@@ -21,10 +23,18 @@ pub struct ExportReport {
     pub run: String,
     pub lines: usize,
     pub artefacts: usize,
+    /// Signed with the shared secret (`run.seal`).
+    pub signed: bool,
 }
 
-/// Writes run `run` of `store` and its artefacts to `file`. `Ok(None)`: no such run.
-pub fn export_run(store: &Store, run: &str, file: &Path) -> Result<Option<ExportReport>> {
+/// Writes run `run` of `store` and its artefacts to `file`, signed with `secret` when one is
+/// given. `Ok(None)`: no such run.
+pub fn export_run(
+    store: &Store,
+    run: &str,
+    file: &Path,
+    secret: Option<&Secret>,
+) -> Result<Option<ExportReport>> {
     let registry = Registry::open(store)?;
     let Some(entries) = registry.run(run)? else {
         return Ok(None);
@@ -59,7 +69,11 @@ pub fn export_run(store: &Store, run: &str, file: &Path) -> Result<Option<Export
     {
         let mut tar = tar::Builder::new(temp.as_file());
         let json = serde_json::to_vec_pretty(&manifest).map_err(std::io::Error::other);
-        append(&mut tar, MANIFEST, &json.map_err(write_error)?).map_err(write_error)?;
+        let json = json.map_err(write_error)?;
+        if let Some(secret) = secret {
+            append(&mut tar, SEAL, &seal(secret, &json)).map_err(write_error)?;
+        }
+        append(&mut tar, MANIFEST, &json).map_err(write_error)?;
         for (name, key) in &keys {
             let bytes = exported_bytes(store, key, &manifest.entries)?;
             if hex::encode(Sha256::digest(&bytes)) != manifest.files[name] {
@@ -77,6 +91,7 @@ pub fn export_run(store: &Store, run: &str, file: &Path) -> Result<Option<Export
         run: run.to_owned(),
         lines: manifest.entries.len(),
         artefacts: keys.len(),
+        signed: secret.is_some(),
     }))
 }
 

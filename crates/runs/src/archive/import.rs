@@ -7,10 +7,12 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
+use mck_remote::Secret;
 use mck_store::{StagedEntry, Store, StoreError};
 use serde::Serialize;
 
 use super::manifest::{MANIFEST, MAX_MANIFEST_LEN, Manifest, digest_of};
+use super::seal::{self, SEAL, SEAL_LEN};
 use crate::address::shorten;
 use crate::error::{Result, RunsError};
 use crate::registry::Registry;
@@ -25,13 +27,16 @@ pub struct ImportReport {
     pub run: String,
     pub lines: usize,
     pub artefacts: usize,
+    /// Its signature verified under the shared secret.
+    pub signed: bool,
 }
 
 type Members<'a> = tar::Entries<'a, BufReader<File>>;
 
 /// Reads the run archive `file` (from `runs export`) into `store`: its entry files and its run
-/// record. Nothing is written unless every check passes.
-pub fn import_run(store: &Store, file: &Path) -> Result<ImportReport> {
+/// record. With `secret`, only an archive signed with it. Nothing is written unless every check
+/// passes.
+pub fn import_run(store: &Store, file: &Path, secret: Option<&Secret>) -> Result<ImportReport> {
     let bad = |reason: String| RunsError::Archive {
         file: file.to_owned(),
         reason,
@@ -44,7 +49,7 @@ pub fn import_run(store: &Store, file: &Path) -> Result<ImportReport> {
         .entries()
         .map_err(|e| bad(format!("not a run export: {e}")))?
         .raw(true);
-    let manifest = read_manifest(&mut members).map_err(bad)?;
+    let manifest = read_signed_manifest(&mut members, secret).map_err(bad)?;
     let registry = Registry::open(store)?;
     if let Some(existing) = registry.run(&manifest.run)?
         && existing != manifest.entries
@@ -67,6 +72,7 @@ pub fn import_run(store: &Store, file: &Path) -> Result<ImportReport> {
         run: manifest.run,
         lines: manifest.entries.len(),
         artefacts,
+        signed: secret.is_some(),
     })
 }
 
@@ -81,8 +87,8 @@ fn stage_members(
     for member in members {
         let mut member = member.map_err(|e| format!("damaged archive: {e}"))?;
         let name = member_name(&member);
-        if name == MANIFEST {
-            return Err(format!("{MANIFEST} appears twice"));
+        if name == MANIFEST || name == SEAL {
+            return Err(format!("{name} appears twice"));
         }
         let Some(sum) = manifest.files.get(&name) else {
             return Err(format!("{} is not listed in {MANIFEST}", shorten(&name)));
@@ -108,37 +114,60 @@ fn stage_members(
     Ok(staged)
 }
 
-/// Reads and checks the first member, which must be the manifest.
-fn read_manifest(members: &mut Members<'_>) -> std::result::Result<Manifest, String> {
-    let mut first = members
-        .next()
-        .ok_or_else(|| format!("empty archive: no {MANIFEST}"))?
-        .map_err(|e| format!("not a run export: {e}"))?;
-    let name = member_name(&first);
+/// Reads the first members: the seal, if any, then the manifest, whose signature is checked
+/// under `secret` (`seal.rs`) before its fields are.
+fn read_signed_manifest(
+    members: &mut Members<'_>,
+    secret: Option<&Secret>,
+) -> std::result::Result<Manifest, String> {
+    let (mut name, mut bytes) = read_small(members, MAX_MANIFEST_LEN)?;
+    let mut sealed = None;
+    if name == SEAL {
+        if bytes.len() as u64 > SEAL_LEN {
+            return Err(format!("{SEAL} is not a seal this version reads"));
+        }
+        sealed = Some(bytes);
+        (name, bytes) = read_small(members, MAX_MANIFEST_LEN)?;
+    }
     if name != MANIFEST {
         return Err(format!(
             "the first member is {}, not {MANIFEST}: not a run export",
             shorten(&name)
         ));
     }
-    let size = regular_size(&first, &name)?;
-    if size > MAX_MANIFEST_LEN {
-        return Err(format!(
-            "{MANIFEST} claims {size} bytes; at most {MAX_MANIFEST_LEN} are read"
-        ));
-    }
-    let mut bytes = Vec::new();
-    (&mut first)
-        .take(size)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("damaged archive at {MANIFEST}: {e}"))?;
-    if bytes.len() as u64 != size {
-        return Err(format!("{MANIFEST} is truncated"));
-    }
+    seal::check(secret, sealed.as_deref(), &bytes)?;
     let manifest: Manifest =
         serde_json::from_slice(&bytes).map_err(|e| format!("bad {MANIFEST}: {e}"))?;
     manifest.check().map_err(|e| format!("{MANIFEST}: {e}"))?;
     Ok(manifest)
+}
+
+/// The next member's name and bytes: a regular file of at most `limit` bytes.
+fn read_small(
+    members: &mut Members<'_>,
+    limit: u64,
+) -> std::result::Result<(String, Vec<u8>), String> {
+    let mut member = members
+        .next()
+        .ok_or_else(|| format!("empty archive: no {MANIFEST}"))?
+        .map_err(|e| format!("not a run export: {e}"))?;
+    let name = member_name(&member);
+    let size = regular_size(&member, &name)?;
+    if size > limit {
+        return Err(format!(
+            "{} claims {size} bytes; at most {limit} are read",
+            shorten(&name)
+        ));
+    }
+    let mut bytes = Vec::new();
+    (&mut member)
+        .take(size)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("damaged archive at {}: {e}", shorten(&name)))?;
+    if bytes.len() as u64 != size {
+        return Err(format!("{} is truncated", shorten(&name)));
+    }
+    Ok((name, bytes))
 }
 
 /// Each line with an artefact names the key and state of the entry file staged for it.
