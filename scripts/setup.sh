@@ -10,6 +10,7 @@ packages=(
   redis-server  # the remote-tier tests run a real Redis (brings redis-cli)
   strace  # tests/cli_no_fsync.rs and python/tests/test_hit_cost.py: a hit makes no fsync
   iproute2  # tests/cli_netns.rs: hosts as network namespaces (ip netns, veth, a bridge, tc tbf)
+  openssl  # tests/cli_remote_tls.rs: a CA, server and client certificates made at test time
   time  # GNU time: a child's own peak RSS (tests/common/mod.rs, peak_rss_kib)
 )
 

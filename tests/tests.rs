@@ -45,6 +45,7 @@ mod cli_netns;
 mod cli_no_fsync;
 mod cli_remote;
 mod cli_remote_chain;
+mod cli_remote_tls;
 mod cli_remote_trust;
 mod cli_s3;
 mod cli_show;

@@ -77,6 +77,22 @@ impl Secret {
     /// readable or writable by group or others (as ssh demands of private keys), at most
     /// [`MAX_SECRET_LEN`] bytes, at least [`MIN_SECRET_LEN`] once one trailing newline is dropped.
     pub fn read(path: &Path) -> Result<Secret, String> {
+        Secret::read_at_least(path, MIN_SECRET_LEN)
+    }
+
+    /// As [`Secret::read`] for a password: any length from one byte, valid UTF-8.
+    pub fn read_password(path: &Path) -> Result<Secret, String> {
+        let password = Secret::read_at_least(path, 1)?;
+        std::str::from_utf8(&password.bytes).map_err(|_| "it is not UTF-8 text".to_owned())?;
+        Ok(password)
+    }
+
+    /// The secret as text (a password read by [`Secret::read_password`]).
+    pub fn text(&self) -> &str {
+        std::str::from_utf8(&self.bytes).unwrap_or_default()
+    }
+
+    fn read_at_least(path: &Path, min_len: usize) -> Result<Secret, String> {
         let file = open_regular(path).map_err(|e| format!("cannot read it: {e}"))?;
         let meta = file
             .metadata()
@@ -111,9 +127,9 @@ impl Secret {
         if bytes.is_empty() {
             return Err("it is empty".to_owned());
         }
-        if bytes.len() < MIN_SECRET_LEN {
+        if bytes.len() < min_len {
             return Err(format!(
-                "it holds {} bytes; a secret needs at least {MIN_SECRET_LEN} \
+                "it holds {} bytes; a secret needs at least {min_len} \
                  (e.g. head -c 32 /dev/urandom | base64 > FILE)",
                 bytes.len()
             ));

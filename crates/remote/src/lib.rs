@@ -45,7 +45,9 @@ pub use compile::{Compiled, Served};
 pub use error::{RemoteError, ServiceError, one_line, show_ms};
 pub use receive::{Digests, Received};
 pub use remote::Remote;
-pub use settings::{DEFAULT_LEASE, DEFAULT_RETRY_AFTER, DEFAULT_TIMEOUT, RemoteSettings};
+pub use settings::{
+    Credentials, DEFAULT_LEASE, DEFAULT_RETRY_AFTER, DEFAULT_TIMEOUT, RemoteSettings,
+};
 pub use stats::{CacheStats, RemoteStats, TierEvent, TierStats, Total};
 pub use tier::{Lease, LeaseAttempt, Tier, TierOptions};
 pub use tier_url::{READ_ONLY_OPTION, RemoteTier, TierUrl, parse_chain, parse_tier, redact};

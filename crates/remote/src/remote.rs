@@ -78,6 +78,7 @@ impl Remote {
                 expiry: (expiry.as_secs() >= 1).then_some(expiry),
                 lease: settings.lease,
                 breaker: breaker.clone(),
+                credentials: settings.credentials.clone(),
             },
         )?;
         Ok(Remote {

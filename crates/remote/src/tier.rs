@@ -13,6 +13,7 @@ use bytes::Bytes;
 
 use crate::breaker::Breaker;
 use crate::error::RemoteError;
+use crate::settings::Credentials;
 
 /// A held compile lease: released when dropped (or, if this process dies, when it expires).
 pub trait Lease: Debug + Send {
@@ -92,4 +93,6 @@ pub struct TierOptions {
     pub lease: Duration,
     /// Told about failures that happen outside a call (a lease renewed in the background).
     pub breaker: Arc<Breaker>,
+    /// TLS files and a password, for a backend whose server wants them.
+    pub credentials: Credentials,
 }

@@ -204,6 +204,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn rediss_is_redis_over_tls() {
+        let u = TierUrl::parse("rediss://alice@cache.example/2/team").unwrap();
+        assert_eq!(u.to_string(), "rediss://alice@cache.example:6379/2/team");
+        assert!(u.leases());
+    }
+
+    #[test]
     fn display_hides_the_password() {
         let u = TierUrl::parse("redis://alice:hunter2@h:1/3/p").unwrap();
         assert_eq!(u.to_string(), "redis://alice:***@h:1/3/p");
@@ -220,7 +227,6 @@ mod tests {
             ("redis://h:1/-1", "database number"),
             ("redis://h:1/0?x=1", "no query"),
             ("redis://h:99999/0", "not a URL"),
-            ("rediss://h/0", "TLS"),
             ("http://h/0", "unsupported scheme"),
             ("redis://h:1/0/a%2Fb", "not allowed"),
         ] {

@@ -65,6 +65,10 @@ pub enum Kind {
     Remotes(fn(&mut Settings) -> &mut Vec<RemoteTier>),
     /// A file holding the remote's shared secret, read when parsed.
     SecretFile(fn(&mut Settings, Secret)),
+    /// A file holding a password, read when parsed (mode checked as the secret's).
+    PasswordFile(fn(&mut Settings, Secret)),
+    /// A file read when it is used (a certificate, a key), by its path.
+    File(fn(&mut Settings, PathBuf)),
     /// A sampling rate from 0 to 1 ([`parse_rate`], the hit audits' own check).
     Rate(fn(&mut Settings, f64)),
     /// A wait in seconds without an upper bound ([`parse_wait`]).
@@ -84,7 +88,7 @@ impl Kind {
             Kind::CacheErrors(_) => "warn|fail",
             Kind::Mode(_) => "OCTAL",
             Kind::Remotes(_) => "URL",
-            Kind::SecretFile(_) => "FILE",
+            Kind::SecretFile(_) | Kind::PasswordFile(_) | Kind::File(_) => "FILE",
             Kind::Rate(_) => "RATE",
         })
     }
@@ -114,6 +118,13 @@ impl Kind {
                 Arc::new(move |s| list(s).extend(tiers.iter().cloned()))
             }
             Kind::SecretFile(set) => with(set, Secret::read(Path::new(text))?),
+            Kind::PasswordFile(set) => with(set, Secret::read_password(Path::new(text))?),
+            Kind::File(set) => {
+                if text.is_empty() {
+                    return Err("the file may not be empty".to_owned());
+                }
+                with(set, PathBuf::from(text))
+            }
             Kind::Rate(set) => with(set, parse_rate(text)?),
             Kind::Wait(set) => with(set, parse_wait(text)?),
         })
@@ -356,7 +367,7 @@ pub static SETTINGS: &[Setting] = &[
         name: "remote",
         kind: Kind::Remotes(|s| &mut s.remote.tiers),
         default: "none",
-        doc: "A remote tier shared by hosts: redis://HOST:PORT/DB[/PREFIX] (or s3://, gcs:// in builds with those features); given more than once (or [URL, URL] in the configuration file), a chain, fastest first; ?read_only=1 makes one tier read-only.",
+        doc: "A remote tier shared by hosts: redis://HOST:PORT/DB[/PREFIX] (rediss:// with TLS; or s3://, gcs:// in builds with those features); given more than once (or [URL, URL] in the configuration file), a chain, fastest first; ?read_only=1 makes one tier read-only.",
         show: |s| show_chain(&s.remote.tiers),
         in_config_file: true,
         command_line: CommandLine::ParsedLater,
@@ -412,6 +423,70 @@ pub static SETTINGS: &[Setting] = &[
         default: "none",
         doc: "A file holding the shared secret that authenticates every remote value (never the secret itself on a command line).",
         show: |s| Some(s.remote.secret.as_ref()?.path().display().to_string()),
+        in_config_file: true,
+        command_line: CommandLine::ParsedLater,
+    },
+    Setting {
+        name: "remote_password_file",
+        kind: Kind::PasswordFile(|s, password| s.remote.credentials.password = Some(password)),
+        default: "none",
+        doc: "A file holding the password of the remote's server (Redis: with the ACL user of the URL), so it is never in a URL, a command line or a log.",
+        show: |s| {
+            Some(
+                s.remote
+                    .credentials
+                    .password
+                    .as_ref()?
+                    .path()
+                    .display()
+                    .to_string(),
+            )
+        },
+        in_config_file: true,
+        command_line: CommandLine::ParsedLater,
+    },
+    Setting {
+        name: "remote_ca_file",
+        kind: Kind::File(|s, file| s.remote.credentials.ca_file = Some(file)),
+        default: "none",
+        doc: "The CA certificate (PEM) that signed the remote's server certificate (rediss://); by default the system's roots.",
+        show: |s| Some(s.remote.credentials.ca_file.as_ref()?.display().to_string()),
+        in_config_file: true,
+        command_line: CommandLine::ParsedLater,
+    },
+    Setting {
+        name: "remote_cert_file",
+        kind: Kind::File(|s, file| s.remote.credentials.cert_file = Some(file)),
+        default: "none",
+        doc: "The client certificate (PEM) for mutual TLS with the remote's server, with remote_key_file.",
+        show: |s| {
+            Some(
+                s.remote
+                    .credentials
+                    .cert_file
+                    .as_ref()?
+                    .display()
+                    .to_string(),
+            )
+        },
+        in_config_file: true,
+        command_line: CommandLine::ParsedLater,
+    },
+    Setting {
+        name: "remote_key_file",
+        kind: Kind::File(|s, file| s.remote.credentials.key_file = Some(file)),
+        default: "none",
+        doc: "The client certificate's private key (PEM) for mutual TLS, with remote_cert_file.",
+        show: |s| {
+            Some(
+                s.remote
+                    .credentials
+                    .key_file
+                    .as_ref()?
+                    .display()
+                    .to_string(),
+            )
+        },
         in_config_file: true,
         command_line: CommandLine::ParsedLater,
     },

@@ -1,4 +1,7 @@
-//! The Redis backend, and the one that leases: `redis://[USER:PASSWORD@]HOST[:PORT][/DB[/PREFIX…]]`.
+//! The Redis backend, and the one that leases: `redis://[USER[:PASSWORD]@]HOST[:PORT][/DB[/PREFIX…]]`,
+//! `rediss://…` over TLS (the server verified against `remote_ca_file` or the system's roots;
+//! mutual TLS with `remote_cert_file` and `remote_key_file`; the password best given in
+//! `remote_password_file`).
 //! Everything — entries (`SET … PX` on every write, so an entry lives the cache's TTL after its
 //! last write or hit), reads in parts, the compile lease, the expiry refresh after a hit and a
 //! quick PING — goes through one client (`redis_client.rs`) on one connection.
@@ -15,7 +18,7 @@ use crate::tier::{LeaseAttempt, Tier, TierOptions};
 
 pub const BACKEND: Backend = Backend {
     schemes: &["redis", "rediss"],
-    form: "redis://HOST:PORT/DB",
+    form: "redis://HOST:PORT/DB (rediss:// with TLS)",
     leases: true,
     parse: |url| Target::parse(url).map(|t| t.parsed()),
     open: |url, options| Ok(Box::new(RedisTier::open(url, options)?)),
@@ -36,17 +39,9 @@ impl RedisTier {
             remote: options.shown.clone(),
             reason: e.to_string(),
         })?;
-        let client = RedisClient::new(
-            &target,
-            options.shown,
-            options.timeout,
-            options.lease,
-            options.breaker,
-        )?;
-        Ok(RedisTier {
-            client,
-            expiry: options.expiry,
-        })
+        let expiry = options.expiry;
+        let client = RedisClient::new(&target, options)?;
+        Ok(RedisTier { client, expiry })
     }
 }
 

@@ -20,7 +20,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use redis::{Client, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, RedisConnectionInfo};
+use redis::{
+    Client, ClientTlsConfig, ConnectionAddr, IntoConnectionInfo, ProtocolVersion,
+    RedisConnectionInfo, TlsCertificates,
+};
 use tracing::{debug, warn};
 
 use url::Url;
@@ -28,7 +31,8 @@ use url::Url;
 use crate::backend::{Parsed, UrlError, path_segments, percent_decode};
 use crate::breaker::Breaker;
 use crate::error::{RemoteError, one_line};
-use crate::tier::{Lease, LeaseAttempt};
+use crate::settings::Credentials;
+use crate::tier::{Lease, LeaseAttempt, TierOptions};
 
 /// Default key prefix inside a Redis database.
 pub const DEFAULT_PREFIX: &str = "mlir-cache-key";
@@ -45,21 +49,17 @@ pub struct Target {
     pub password: Option<String>,
     /// Keys are `PREFIX/…`; never empty, no leading or trailing `/`.
     pub prefix: String,
+    /// `rediss://`: TLS, the server's certificate verified.
+    pub tls: bool,
 }
 
 impl Target {
     pub fn parse(url: &Url) -> Result<Target, UrlError> {
-        if url.scheme() == "rediss" {
-            return Err(UrlError(
-                "TLS Redis (rediss://) is not supported; use redis:// on a trusted network or a TLS tunnel"
-                    .to_owned(),
-            ));
-        }
         let host = match url.host_str() {
             Some(h) if !h.is_empty() => h.trim_start_matches('[').trim_end_matches(']'),
             _ => {
                 return Err(UrlError(
-                    "a redis URL needs a host: redis://HOST:PORT/DB".into(),
+                    "a redis URL needs a host: redis://HOST:PORT/DB (rediss:// with TLS)".into(),
                 ));
             }
         };
@@ -103,13 +103,14 @@ impl Target {
             username,
             password,
             prefix,
+            tls: url.scheme() == "rediss",
         })
     }
 
     /// The prefix, and the URL as shown: port and database always, the prefix unless it is the
     /// default, the password as `***`.
     pub fn parsed(&self) -> Parsed {
-        let mut shown = "redis://".to_owned();
+        let mut shown = if self.tls { "rediss://" } else { "redis://" }.to_owned();
         match (&self.username, &self.password) {
             (Some(u), Some(_)) => shown += &format!("{u}:***@"),
             (None, Some(_)) => shown += ":***@",
@@ -164,13 +165,15 @@ impl std::fmt::Debug for RedisClient {
 
 impl RedisClient {
     /// A coordinator for `target`; connects lazily.
-    pub fn new(
-        target: &Target,
-        remote: String,
-        timeout: Duration,
-        ttl: Duration,
-        breaker: Arc<Breaker>,
-    ) -> Result<RedisClient, RemoteError> {
+    pub fn new(target: &Target, options: TierOptions) -> Result<RedisClient, RemoteError> {
+        let TierOptions {
+            shown: remote,
+            timeout,
+            lease: ttl,
+            breaker,
+            credentials,
+            ..
+        } = options;
         let mut settings = RedisConnectionInfo::default()
             .set_db(target.db)
             .set_protocol(ProtocolVersion::RESP2)
@@ -180,19 +183,48 @@ impl RedisClient {
         if let Some(u) = &target.username {
             settings = settings.set_username(u);
         }
-        if let Some(p) = &target.password {
-            settings = settings.set_password(p);
+        let not_set_up = |reason: String| RemoteError::Setup {
+            remote: remote.clone(),
+            reason,
+        };
+        match (&target.password, &credentials.password) {
+            (Some(_), Some(file)) => {
+                return Err(not_set_up(format!(
+                    "a password is in the URL and in remote_password_file ({}): give it once, \
+                     in the file",
+                    file.path().display()
+                )));
+            }
+            (Some(p), None) => settings = settings.set_password(p),
+            (None, Some(file)) => settings = settings.set_password(file.text()),
+            (None, None) => {}
         }
         let setup = |op, source| RemoteError::Lease {
             op,
             remote: remote.clone(),
             source: Box::new(source),
         };
-        let info = ConnectionAddr::Tcp(target.host.clone(), target.port)
+        let address = if target.tls {
+            ConnectionAddr::TcpTls {
+                host: target.host.clone(),
+                port: target.port,
+                insecure: false,
+                tls_params: None,
+            }
+        } else {
+            ConnectionAddr::Tcp(target.host.clone(), target.port)
+        };
+        let info = address
             .into_connection_info()
             .map_err(|e| setup("configure the connection", e))?
             .set_redis_settings(settings);
-        let client = Client::open(info).map_err(|e| setup("configure the connection", e))?;
+        let client = if target.tls {
+            let certificates = tls_files(&credentials).map_err(not_set_up)?;
+            Client::build_with_tls(info, certificates)
+        } else {
+            Client::open(info)
+        }
+        .map_err(|e| setup("configure the connection", e))?;
         Ok(RedisClient {
             client,
             remote,
@@ -396,6 +428,30 @@ impl RedisClient {
         }
         result.map(|(v, _)| v).map_err(err)
     }
+}
+
+/// The CA to verify the server against (`None`: the system's roots) and the client's certificate
+/// and key for mutual TLS, read from their files.
+fn tls_files(credentials: &Credentials) -> Result<TlsCertificates, String> {
+    let root_cert = credentials
+        .ca_file
+        .as_deref()
+        .map(|f| Credentials::read_pem(f, "remote_ca_file"))
+        .transpose()?;
+    let client_tls = match (&credentials.cert_file, &credentials.key_file) {
+        (Some(cert), Some(key)) => Some(ClientTlsConfig {
+            client_cert: Credentials::read_pem(cert, "remote_cert_file")?,
+            client_key: Credentials::read_pem(key, "remote_key_file")?,
+        }),
+        (None, None) => None,
+        _ => {
+            return Err("mutual TLS needs both remote_cert_file and remote_key_file".to_owned());
+        }
+    };
+    Ok(TlsCertificates {
+        client_tls,
+        root_cert,
+    })
 }
 
 /// Whether a connection is fit for the next command after a call.
