@@ -11,6 +11,7 @@ packages=(
   strace  # tests/cli_no_fsync.rs and python/tests/test_hit_cost.py: a hit makes no fsync
   iproute2  # tests/cli_netns.rs: hosts as network namespaces (ip netns, veth, a bridge, tc tbf)
   openssl  # tests/cli_remote_tls.rs: a CA, server and client certificates made at test time
+  stunnel4  # tests/cli_remote_tls.rs: TLS in front of Garage (s3:// over HTTPS with a private CA)
   time  # GNU time: a child's own peak RSS (tests/common/mod.rs, peak_rss_kib)
 )
 

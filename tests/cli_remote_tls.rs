@@ -11,6 +11,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{self, read, success};
+use crate::garage::{self, Bucket};
 use crate::redis::free_port;
 use crate::team::Team;
 
@@ -192,11 +193,17 @@ impl Drop for TlsRedis {
 
 /// `exec` of a.mlir on `host` with `options`: its output, the build a success.
 fn build(team: &Team, host: &str, options: &[String]) -> Output {
+    build_in(team, host, options, None)
+}
+
+/// As [`build`], with the AWS variables of `bucket` when given.
+fn build_in(team: &Team, host: &str, options: &[String], bucket: Option<&Bucket>) -> Output {
     let options: Vec<&str> = options.iter().map(String::as_str).collect();
-    let out = team
-        .exec_with(host, "a.mlir", &options)
-        .output()
-        .expect("run exec");
+    let mut exec = team.exec_with(host, "a.mlir", &options);
+    if let Some(bucket) = bucket {
+        bucket.aws_env(&mut exec);
+    }
+    let out = exec.output().expect("run exec");
     assert!(out.status.success(), "{host}: the build failed: {out:?}");
     assert_eq!(
         read(&team.out(host, "a.mlir")),
@@ -210,8 +217,17 @@ fn build(team: &Team, host: &str, options: &[String]) -> Output {
 }
 
 fn remote_hits(team: &Team, host: &str, options: &[String]) -> u64 {
-    let options: Vec<&str> = options.iter().map(String::as_str).collect();
-    let stats = team.stats_with(host, &options);
+    remote_hits_in(team, host, options, None)
+}
+
+/// As [`remote_hits`], with the AWS variables of `bucket` when given.
+fn remote_hits_in(team: &Team, host: &str, options: &[String], bucket: Option<&Bucket>) -> u64 {
+    let mut stats = team.mck(host, &["cache", "stats", "--json"]);
+    stats.args(options);
+    if let Some(bucket) = bucket {
+        bucket.aws_env(&mut stats);
+    }
+    let stats: serde_json::Value = serde_json::from_slice(&success(&mut stats)).expect("json");
     assert!(!stats.to_string().contains(PASSWORD), "{stats}");
     stats["remote_hits"].as_u64().expect("remote_hits")
 }
@@ -273,4 +289,89 @@ fn plain_redis_to_a_tls_port_costs_a_build_nothing() {
     let plain = Team::new(format!("redis://127.0.0.1:{}/0/tls", server.port));
     build(&plain, "a", &pki.options("ca.pem", false));
     assert_eq!(plain.runs(), 1);
+}
+
+/// stunnel (Debian's) terminating TLS for 127.0.0.1 in front of a plain HTTP endpoint, with the
+/// server certificate of `pki`; killed on drop.
+struct TlsProxy {
+    port: u16,
+    child: Child,
+}
+
+impl TlsProxy {
+    fn start(pki: &Pki, plain: &str) -> TlsProxy {
+        let port = free_port();
+        let upstream = plain.trim_start_matches("http://").trim_end_matches('/');
+        let config = pki.path(&format!("stunnel-{port}.conf"));
+        std::fs::write(
+            &config,
+            format!(
+                "foreground = yes\npid =\n[s3]\naccept = 127.0.0.1:{port}\nconnect = {upstream}\n\
+                 cert = {}\nkey = {}\n",
+                pki.path("server.pem").display(),
+                pki.path("server.key").display()
+            ),
+        )
+        .expect("stunnel config");
+        let child = Command::new("stunnel4")
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start stunnel4 (Debian's stunnel4 package)");
+        let proxy = TlsProxy { port, child };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "stunnel did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        proxy
+    }
+
+    fn endpoint(&self) -> String {
+        format!("https://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for TlsProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Garage behind a TLS-terminating proxy: `s3://` over HTTPS whose server certificate only the
+/// private CA of `remote_ca_file` vouches for. Two directories share entries; another CA is
+/// refused and the build goes on without the tier.
+#[test]
+fn a_bucket_over_https_with_a_private_ca_shares_entries_and_another_ca_is_refused() {
+    let pki = Pki::new();
+    let (_cluster, plain) = garage::shared("s3_over_https");
+    let proxy = TlsProxy::start(&pki, &plain.endpoint);
+    let bucket = Bucket {
+        endpoint: proxy.endpoint(),
+        ..plain.clone()
+    };
+    let team = Team::new(bucket.url());
+    let ca = |file: &str| {
+        vec![
+            "--remote-ca-file".to_owned(),
+            pki.path(file).display().to_string(),
+        ]
+    };
+    build_in(&team, "a", &ca("ca.pem"), Some(&bucket));
+    build_in(&team, "b", &ca("ca.pem"), Some(&bucket));
+    assert_eq!(team.runs(), 1, "b hit what a stored, over HTTPS");
+    assert_eq!(remote_hits_in(&team, "b", &ca("ca.pem"), Some(&bucket)), 1);
+    assert!(!plain.entry_keys().is_empty(), "the entry is in the bucket");
+
+    let out = build_in(&team, "c", &ca("other-ca.pem"), Some(&bucket));
+    assert_eq!(team.runs(), 2, "c compiled: the tier was not used");
+    common::assert_contains(
+        &common::stderr(&out),
+        &["remote cache unavailable", "s3://"],
+    );
 }

@@ -73,6 +73,7 @@ fn open(
     Ok(Box::new(ObjectStore::open(
         options.shown,
         options.timeout,
+        &options.credentials,
         || build(&target, &env),
     )?))
 }

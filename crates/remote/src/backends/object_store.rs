@@ -19,9 +19,11 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt as _;
-use opendal::{ErrorKind, Operator};
+use opendal::{ErrorKind, HttpTransporter, OperationContext, Operator};
+use opendal_http_transport_reqwest::ReqwestTransport;
 
 use crate::error::RemoteError;
+use crate::settings::Credentials;
 use crate::tier::Tier;
 
 /// Writes get one more second per this many bytes beyond the base timeout.
@@ -48,10 +50,12 @@ impl std::fmt::Debug for ObjectStore {
 
 impl ObjectStore {
     /// A tier over `build()`'s operator (nothing is contacted yet); `remote`: the tier as
-    /// shown in messages.
+    /// shown in messages. With TLS files in `credentials`, the operator's HTTPS trusts only the
+    /// CA of `remote_ca_file` and presents the client certificate of `remote_cert_file`.
     pub fn open(
         remote: String,
         timeout: Duration,
+        credentials: &Credentials,
         build: impl FnOnce() -> Result<Operator, opendal::Error>,
     ) -> Result<ObjectStore, RemoteError> {
         let setup = |reason: String| RemoteError::Setup {
@@ -61,7 +65,11 @@ impl ObjectStore {
         let runtime =
             shared_runtime().map_err(|e| setup(format!("cannot start the I/O runtime: {e}")))?;
         opendal::install_default();
-        let op = build().map_err(|e| setup(one_line(&e)))?;
+        let mut op = build().map_err(|e| setup(one_line(&e)))?;
+        if let Some(client) = https_client(credentials).map_err(setup)? {
+            let transport = HttpTransporter::new(ReqwestTransport::new(client));
+            op = op.with_context(OperationContext::new().with_http_transport(transport));
+        }
         Ok(ObjectStore {
             runtime,
             op,
@@ -145,6 +153,36 @@ impl Tier for ObjectStore {
             .map(|_| ())
             .map_err(|source| self.service_error("write an entry", source))
     }
+}
+
+/// An HTTP client for the TLS files of `credentials`; `None` when they name none (opendal's own
+/// client then verifies servers against the system's roots).
+fn https_client(credentials: &Credentials) -> Result<Option<reqwest::Client>, String> {
+    if credentials.ca_file.is_none() && credentials.cert_file.is_none() {
+        return Ok(None);
+    }
+    let mut builder = reqwest::Client::builder();
+    if let Some(ca) = &credentials.ca_file {
+        let pem = Credentials::read_pem(ca, "remote_ca_file")?;
+        let certificates = reqwest::Certificate::from_pem_bundle(&pem)
+            .map_err(|e| format!("the remote_ca_file {}: {e}", ca.display()))?;
+        builder = builder.tls_certs_only(certificates);
+    }
+    match (&credentials.cert_file, &credentials.key_file) {
+        (Some(cert), Some(key)) => {
+            let mut pem = Credentials::read_pem(cert, "remote_cert_file")?;
+            pem.extend_from_slice(&Credentials::read_pem(key, "remote_key_file")?);
+            let identity = reqwest::Identity::from_pem(&pem)
+                .map_err(|e| format!("the remote_cert_file {}: {e}", cert.display()))?;
+            builder = builder.identity(identity);
+        }
+        (None, None) => {}
+        _ => return Err("mutual TLS needs both remote_cert_file and remote_key_file".to_owned()),
+    }
+    builder
+        .build()
+        .map(Some)
+        .map_err(|e| format!("cannot set up HTTPS: {e}"))
 }
 
 /// The process's runtime for opendal (see the module's comment). Per process id: a child
