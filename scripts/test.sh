@@ -22,7 +22,7 @@ knobs=(
   MCK_TEST_REDIS_URL      # tests/remote/redis.rs:98 (re-exported below for our own server only)
   MCK_TEST_S3_ENDPOINT MCK_TEST_S3_REGION MCK_TEST_S3_BUCKET MCK_TEST_S3_ACCESS_KEY_ID MCK_TEST_S3_SECRET_ACCESS_KEY MCK_TEST_GARAGE_DIR  # tests/remote/garage.rs (re-exported below for our own cluster only)
   MCK_TEST_GCS_HOST MCK_TEST_GCS_BUCKET  # tests/cli_s3.rs: the GCS emulator (re-exported below)
-  AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_REGION AWS_DEFAULT_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_PROFILE STORAGE_EMULATOR_HOST GOOGLE_APPLICATION_CREDENTIALS  # read by the s3:// and gcs:// tiers (crates/remote/src/backends/buckets.rs)
+  AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_REGION AWS_DEFAULT_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE AWS_SHARED_CREDENTIALS_FILE AWS_CONFIG_FILE STORAGE_EMULATOR_HOST GOOGLE_APPLICATION_CREDENTIALS  # read by the s3:// and gcs:// tiers (crates/remote/src/backends/buckets.rs)
   MCK_BUILD_DIR LLVM_BIN  # lit-tests/lit.cfg.py: another build / other LLVM tools
   LIT_OPTS LIT_FILTER LIT_FILTER_OUT LIT_XFAIL LIT_XFAIL_NOT  # lit: filter out or XFAIL tests
   STRIP_OUT_DIR SEED_OUT_DIR  # crates/bytecode/tests: test-data writers (return early when unset)

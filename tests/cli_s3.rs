@@ -411,3 +411,53 @@ fn two_cache_dirs_share_an_entry_through_the_gcs_emulator() {
     let b: Value = serde_json::from_slice(&success(&mut stats)).expect("json");
     assert_eq!(counter(&b, "remote_hits"), 1, "{b}");
 }
+
+/// S3 credentials from the standard chain's files: no key in the environment, a profile named
+/// by `AWS_PROFILE` in the file of `AWS_SHARED_CREDENTIALS_FILE`; two directories share an
+/// entry through it, and a profile with a wrong key gets no hit and no failed build. The keys
+/// appear in no output.
+#[test]
+fn credentials_come_from_the_shared_credentials_file_and_profile() {
+    let (_cluster, bucket) = garage::shared("credentials_file");
+    let t = S3Team::new(bucket.clone());
+    let file = t.team.path("aws-credentials");
+    std::fs::write(
+        &file,
+        format!(
+            "[default]\naws_access_key_id = GKnotthisone\naws_secret_access_key = {}\n\n\
+             [team]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+            "0".repeat(64),
+            bucket.key_id,
+            bucket.secret
+        ),
+    )
+    .expect("credentials file");
+    let with_profile = |host: &str, profile: &str| {
+        let mut c = t.team.exec(host, "a.mlir");
+        c.env("AWS_ENDPOINT_URL", &bucket.endpoint)
+            .env("AWS_REGION", &bucket.region)
+            .env("AWS_SHARED_CREDENTIALS_FILE", &file)
+            .env("AWS_PROFILE", profile)
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY");
+        let out = c.output().expect("run exec");
+        assert!(out.status.success(), "{host}: {out:?}");
+        let shown = format!("{out:?}");
+        assert!(
+            !shown.contains(&bucket.secret),
+            "{host}: the secret key was shown"
+        );
+        shown
+    };
+    with_profile("a", "team");
+    with_profile("b", "team");
+    assert_eq!(
+        t.team.runs(),
+        1,
+        "b hit what a stored with the profile's keys"
+    );
+    assert_eq!(t.bucket.entry_keys().len(), 1);
+    let refused = with_profile("c", "default");
+    assert_eq!(t.team.runs(), 2, "c, with the wrong key, compiled");
+    assert!(refused.contains("remote cache unavailable"), "{refused}");
+}

@@ -5,7 +5,8 @@
 //!
 //! - S3: `?endpoint=` or `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL`; `?region=` or `AWS_REGION` /
 //!   `AWS_DEFAULT_REGION`; credentials from `AWS_ACCESS_KEY_ID` / `AWS_SECRET_ACCESS_KEY`, or
-//!   `AWS_PROFILE` in the shared credentials and config files (read by opendal's signer). A named
+//!   `AWS_PROFILE` in the shared credentials and config files (`AWS_SHARED_CREDENTIALS_FILE`,
+//!   `AWS_CONFIG_FILE`; read by opendal's signer; `tests/cli_s3.rs` checks a profile's keys). A named
 //!   endpoint is a self-hosted server: path-style addressing and no EC2 metadata lookup; AWS
 //!   itself gets virtual-host addressing.
 //! - GCS: `STORAGE_EMULATOR_HOST` (or `?endpoint=`) names an emulator: anonymous requests, no
