@@ -162,6 +162,27 @@ pub fn parse_dir_mode(text: &str) -> Result<u32, String> {
     Ok(mode)
 }
 
+/// `rate` when it is a sampling rate, from 0 to 1 (NaN is not); the error echoes it.
+pub fn check_rate(rate: f64) -> Result<f64, String> {
+    if (0.0..=1.0).contains(&rate) {
+        Ok(rate)
+    } else {
+        Err(rate_error(&rate.to_string()))
+    }
+}
+
+/// Parses a sampling rate written as text (the `verify_hits` setting, `--verify-hits`).
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(rate) => check_rate(rate).map_err(|_| rate_error(&format!("{text:?}"))),
+        Err(_) => Err(rate_error(&format!("{text:?}"))),
+    }
+}
+
+fn rate_error(shown: &str) -> String {
+    format!("expected a rate between 0 and 1 (e.g. 0.01 or 1), got {shown}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,25 +241,4 @@ mod tests {
             assert!(parse_size(bad).is_err(), "{bad:?} must be rejected");
         }
     }
-}
-
-/// `rate` when it is a sampling rate, from 0 to 1 (NaN is not); the error echoes it.
-pub fn check_rate(rate: f64) -> Result<f64, String> {
-    if (0.0..=1.0).contains(&rate) {
-        Ok(rate)
-    } else {
-        Err(rate_error(&rate.to_string()))
-    }
-}
-
-/// Parses a sampling rate written as text (the `verify_hits` setting, `--verify-hits`).
-pub fn parse_rate(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(rate) => check_rate(rate).map_err(|_| rate_error(&format!("{text:?}"))),
-        Err(_) => Err(rate_error(&format!("{text:?}"))),
-    }
-}
-
-fn rate_error(shown: &str) -> String {
-    format!("expected a rate between 0 and 1 (e.g. 0.01 or 1), got {shown}")
 }
