@@ -11,11 +11,12 @@ fn file(relative: &str) -> Vec<u8> {
     read(&corpus(relative))
 }
 
-#[test]
-fn relocated_mosaic_in_body_kernels_share_bytes() {
-    let (a, actions, _) = canonical(&file("tpu/tpu_pallas_add.nounzip.a.generic.mlir"));
-    let (b, _, _) = canonical(&file("tpu/tpu_pallas_add.nounzip.b.generic.mlir"));
-    assert_eq!(a, b);
+/// Asserts that corpus files `a` and `b` (one module, its kernel relocated) share canonical
+/// bytes, the kernel stripped through its container.
+fn assert_relocated_pair_shares_bytes(a: &str, b: &str, message: &str) {
+    let (a, actions, _) = canonical(&file(a));
+    let (b, _, _) = canonical(&file(b));
+    assert_eq!(a, b, "{message}");
     assert_eq!(
         actions,
         [KernelAction::Stripped {
@@ -25,15 +26,20 @@ fn relocated_mosaic_in_body_kernels_share_bytes() {
 }
 
 #[test]
+fn relocated_mosaic_in_body_kernels_share_bytes() {
+    assert_relocated_pair_shares_bytes(
+        "tpu/tpu_pallas_add.nounzip.a.generic.mlir",
+        "tpu/tpu_pallas_add.nounzip.b.generic.mlir",
+        "",
+    );
+}
+
+#[test]
 fn relocated_triton_kernels_share_bytes() {
-    let (a, actions, _) = canonical(&file("gpu/cuda_pallas_triton_add.a.generic.mlir"));
-    let (b, _, _) = canonical(&file("gpu/cuda_pallas_triton_add.b.generic.mlir"));
-    assert_eq!(a, b, "JAX misses this pair; we must not");
-    assert_eq!(
-        actions,
-        [KernelAction::Stripped {
-            method: StripMethod::Container
-        }]
+    assert_relocated_pair_shares_bytes(
+        "gpu/cuda_pallas_triton_add.a.generic.mlir",
+        "gpu/cuda_pallas_triton_add.b.generic.mlir",
+        "JAX misses this pair; we must not",
     );
 }
 
@@ -46,17 +52,17 @@ fn replace_once(bytes: &mut [u8], from: &[u8], to: &[u8]) {
     bytes[at..at + from.len()].copy_from_slice(to);
 }
 
-#[test]
-fn mosaic_kernels_that_differ_in_code_never_share_bytes() {
-    let original = file("tpu/tpu_pallas_add.nounzip.a.generic.mlir");
+/// Asserts that each `(from, to)` replacement, made in corpus file `relative` by `edit`,
+/// changes its canonical bytes.
+fn assert_each_edit_changes_bytes(
+    relative: &str,
+    edits: [(&[u8], &[u8]); 2],
+    edit: impl Fn(&[u8], &[u8], &[u8]) -> Vec<u8>,
+) {
+    let original = file(relative);
     let (base, _, _) = canonical(&original);
-    // Another operation (addf → subf), and another kernel name.
-    for (from, to) in [
-        (&b"arith.addf"[..], &b"arith.subf"[..]),
-        (b"add_kernel", b"sub_kernel"),
-    ] {
-        let edited = edit_mosaic_body(&original, |body| replace_once(body, from, to));
-        let (digest, _, _) = canonical(&edited);
+    for (from, to) in edits {
+        let (digest, _, _) = canonical(&edit(&original, from, to));
         assert_ne!(
             digest,
             base,
@@ -68,18 +74,32 @@ fn mosaic_kernels_that_differ_in_code_never_share_bytes() {
 }
 
 #[test]
+fn mosaic_kernels_that_differ_in_code_never_share_bytes() {
+    // Another operation (addf → subf), and another kernel name.
+    assert_each_edit_changes_bytes(
+        "tpu/tpu_pallas_add.nounzip.a.generic.mlir",
+        [
+            (b"arith.addf", b"arith.subf"),
+            (b"add_kernel", b"sub_kernel"),
+        ],
+        |original, from, to| edit_mosaic_body(original, |body| replace_once(body, from, to)),
+    );
+}
+
+#[test]
 fn triton_kernels_that_differ_in_code_never_share_bytes() {
-    let original = file("gpu/cuda_pallas_triton_add.a.generic.mlir");
-    let (base, _, _) = canonical(&original);
-    for (from, to) in [
-        (&b"mulf\\00"[..], &b"addf\\00"[..]),
-        (b"num_warps = 4", b"num_warps = 8"),
-    ] {
-        let mut edited = original.clone();
-        replace_once(&mut edited, from, to);
-        let (digest, _, _) = canonical(&edited);
-        assert_ne!(digest, base, "{}", String::from_utf8_lossy(to));
-    }
+    assert_each_edit_changes_bytes(
+        "gpu/cuda_pallas_triton_add.a.generic.mlir",
+        [
+            (b"mulf\\00", b"addf\\00"),
+            (b"num_warps = 4", b"num_warps = 8"),
+        ],
+        |original, from, to| {
+            let mut edited = original.to_vec();
+            replace_once(&mut edited, from, to);
+            edited
+        },
+    );
 }
 
 #[test]

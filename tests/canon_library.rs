@@ -1,6 +1,8 @@
 //! The canonicalizer through the library API, on the real JAX corpus.
 
 use crate::common::{corpus, read};
+use melior::Context;
+use melior::ir::Module;
 use mlir_cache_key::canon::{CanonicalModule, KernelAction, KernelMode, Options, canonicalize};
 use mlir_cache_key::mlir::{new_context, parse_module};
 use sha2::{Digest, Sha256};
@@ -17,6 +19,17 @@ fn digest_of(relative: &str, options: &Options) -> String {
 
 fn default_digest(relative: &str) -> String {
     digest_of(relative, &Options::default())
+}
+
+/// Asserts that corpus files `a` and `b` canonicalize apart under `options`.
+fn assert_apart_under(options: &Options, a: &str, b: &str) {
+    assert_ne!(digest_of(a, options), digest_of(b, options));
+}
+
+/// The corpus's Pallas TPU module, parsed in `context`.
+fn tpu_module(context: &Context) -> Module<'_> {
+    let path = corpus("tpu/tpu_pallas_add.a.generic.mlir");
+    parse_module(context, &read(&path), "tpu").expect("parse")
 }
 
 #[test]
@@ -58,10 +71,7 @@ fn keep_locations_keeps_the_pairs_apart() {
         keep_locations: true,
         ..Options::default()
     };
-    assert_ne!(
-        digest_of("cpu/mlp.a.generic.mlir", &keep),
-        digest_of("cpu/mlp.b.generic.mlir", &keep)
-    );
+    assert_apart_under(&keep, "cpu/mlp.a.generic.mlir", "cpu/mlp.b.generic.mlir");
 }
 
 #[test]
@@ -80,8 +90,7 @@ fn custom_partitioning_pointer_is_neutralized_only_on_request() {
 #[test]
 fn canonicalize_does_not_mutate_the_callers_module() {
     let context = new_context();
-    let path = corpus("tpu/tpu_pallas_add.a.generic.mlir");
-    let mut module = parse_module(&context, &read(&path), "tpu").expect("parse");
+    let mut module = tpu_module(&context);
     let before = module.as_operation().to_string();
     let options = Options {
         ignore_custom_partitioning: true,
@@ -95,8 +104,7 @@ fn canonicalize_does_not_mutate_the_callers_module() {
 #[test]
 fn mosaic_default_mode_drops_debug_locations_and_minifies_in_key_order() {
     let context = new_context();
-    let path = corpus("tpu/tpu_pallas_add.a.generic.mlir");
-    let mut module = parse_module(&context, &read(&path), "tpu").expect("parse");
+    let mut module = tpu_module(&context);
     let canonical = CanonicalModule::of(&mut module, &Options::default()).expect("canonicalize");
     let report = canonical.report();
     assert_eq!(report.kernels.len(), 1);
@@ -134,17 +142,17 @@ fn kernels_keep_mode_leaves_kernels_alone() {
         ..Options::default()
     };
     // Default-mode Mosaic pair differs only in the debug_locations blob.
-    assert_ne!(
-        digest_of("tpu/tpu_pallas_add.a.generic.mlir", &keep),
-        digest_of("tpu/tpu_pallas_add.b.generic.mlir", &keep)
+    assert_apart_under(
+        &keep,
+        "tpu/tpu_pallas_add.a.generic.mlir",
+        "tpu/tpu_pallas_add.b.generic.mlir",
     );
 }
 
 #[test]
 fn twenty_runs_give_the_same_bytes() {
     let context = new_context();
-    let path = corpus("tpu/tpu_pallas_add.a.generic.mlir");
-    let mut module = parse_module(&context, &read(&path), "tpu").expect("parse");
+    let mut module = tpu_module(&context);
     let first = canonicalize(&mut module, &Options::default()).expect("canonicalize");
     for _ in 0..20 {
         assert_eq!(

@@ -145,17 +145,11 @@ fn digest(flags: &[&str], file: &str) -> String {
 /// The producer string the CLI writes into canonical bytecode (after the magic
 /// and the version varint, NUL-terminated).
 fn actual_producer() -> String {
-    let out = cli()
-        .arg("canon")
-        .arg(root().join(CORPUS).join("cpu/mlp.a.generic.mlir"))
-        .output()
-        .expect("run mlir-cache-key");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let bytes = crate::common::success(
+        cli()
+            .arg("canon")
+            .arg(root().join(CORPUS).join("cpu/mlp.a.generic.mlir")),
     );
-    let bytes = out.stdout;
     assert_eq!(&bytes[..4], b"ML\xefR", "not MLIR bytecode");
     // The version (6) is a one-byte varint.
     assert_eq!(bytes[4] & 1, 1, "version varint longer than one byte");
@@ -305,6 +299,15 @@ fn made_up(producer: &str, digest: &str) -> Golden {
     }
 }
 
+/// The verdict's message when the CLI's pins are the made-up golden file's with `file` pinned
+/// to `digest` (a file made readable, or a new one).
+fn message_with_pin(file: &str, digest: String) -> String {
+    let golden = made_up("mlir-cache-key/1", &"a".repeat(64));
+    let mut actual = golden.clone();
+    actual.pins.insert(("default".into(), file.into()), digest);
+    verdict(&golden, &actual).unwrap_err()
+}
+
 #[test]
 fn same_bytes_same_producer_passes() {
     let a = made_up("mlir-cache-key/1", &"a".repeat(64));
@@ -326,12 +329,7 @@ fn a_changed_digest_under_the_same_producer_fails_and_asks_for_a_bump() {
 
 #[test]
 fn a_file_becoming_readable_is_a_change_too() {
-    let golden = made_up("mlir-cache-key/1", &"a".repeat(64));
-    let mut actual = golden.clone();
-    actual
-        .pins
-        .insert(("default".into(), "cpu/b.mlir".into()), "c".repeat(64));
-    let message = verdict(&golden, &actual).unwrap_err();
+    let message = message_with_pin("cpu/b.mlir", "c".repeat(64));
     assert!(message.contains("bump PRODUCER"), "{message}");
 }
 
@@ -350,12 +348,7 @@ fn a_bumped_producer_fails_until_the_golden_file_is_regenerated() {
 
 #[test]
 fn a_new_corpus_file_fails_until_pinned() {
-    let golden = made_up("mlir-cache-key/1", &"a".repeat(64));
-    let mut actual = golden.clone();
-    actual
-        .pins
-        .insert(("default".into(), "cpu/new.mlir".into()), "d".repeat(64));
-    let message = verdict(&golden, &actual).unwrap_err();
+    let message = message_with_pin("cpu/new.mlir", "d".repeat(64));
     assert!(
         message.contains("not pinned: default cpu/new.mlir"),
         "{message}"

@@ -7,7 +7,7 @@
 
 use crate::common::{self, EX_CACHE, EX_USAGE, Site, compile};
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 const OTHER_USER: &str = "mck-other";
@@ -49,16 +49,33 @@ fn shared_site(last_line: &str) -> Site {
     site
 }
 
+/// The `mlir-cache-key` binary under test (`$MCK_TEST_BIN`, or this build's).
+fn program() -> std::ffi::OsString {
+    std::env::var_os("MCK_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_mlir-cache-key").into())
+}
+
+/// `setpriv` running what follows as the user `(uid, gid)`, in the supplementary `groups`
+/// (none when `None`).
+fn setpriv((uid, gid): (u32, u32), groups: Option<&str>) -> Command {
+    let mut command = Command::new("setpriv");
+    command.args(["--reuid", &uid.to_string(), "--regid", &gid.to_string()]);
+    match groups {
+        Some(groups) => command.args(["--groups", groups, "--"]),
+        None => command.args(["--clear-groups", "--"]),
+    };
+    command
+}
+
 /// `mlir-cache-key` as the user `(uid, gid)`, with HOME in the site, its compilers counting
 /// their runs there.
-fn bin_as(site: &Site, (uid, gid): (u32, u32), home: &str) -> Command {
-    let program = std::env::var_os("MCK_TEST_BIN")
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_mlir-cache-key").into());
-    let mut command = Command::new("setpriv");
-    command
-        .args(["--reuid", &uid.to_string(), "--regid", &gid.to_string()])
-        .args(["--clear-groups", "--"])
-        .arg(program);
+fn bin_as(site: &Site, user: (u32, u32), home: &str) -> Command {
+    bin_as_member(site, user, None, home)
+}
+
+/// [`bin_as`], the user in the supplementary `groups`.
+fn bin_as_member(site: &Site, user: (u32, u32), groups: Option<&str>, home: &str) -> Command {
+    let mut command = setpriv(user, groups);
+    command.arg(program());
     command
         .env_remove("MLIR_CACHE_KEY_FLAGS")
         .env_remove("XDG_CACHE_HOME")
@@ -76,13 +93,39 @@ fn stderr(output: &Output) -> String {
 /// `exec --cache-dir CACHE` of `input` to `output` with the site's compiler.
 fn exec(command: &mut Command, site: &Site, cache: &Path, input: &Path, output: &Path) -> Output {
     command.arg("exec").arg("--cache-dir").arg(cache);
+    run_compile(command, site, input, output)
+}
+
+/// `command` run as a compile of `input` to `output` with the site's compiler.
+fn run_compile(command: &mut Command, site: &Site, input: &Path, output: &Path) -> Output {
     compile(command, &site.compiler(), input, output)
         .output()
         .unwrap()
 }
 
+/// [`exec`] as `user`, HOME `h` in the site.
+fn exec_as(site: &Site, user: (u32, u32), cache: &Path, input: &Path, output: &Path) -> Output {
+    exec(&mut bin_as(site, user, "h"), site, cache, input, output)
+}
+
+/// Asserts the site's compiler wrote `input` to `output` with its last line.
+fn assert_compiled(input: &Path, output: &Path) {
+    let mut want = std::fs::read(input).unwrap();
+    want.extend_from_slice(b"// compiled\n");
+    assert_eq!(std::fs::read(output).unwrap(), want);
+}
+
+/// Asserts the command succeeded and used the cache (no warning that it was bypassed); returns
+/// its stderr.
+fn assert_not_bypassed(out: &Output) -> String {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains(BYPASSED), "{err}");
+    err
+}
+
 /// A cache of root's, made by a real exec (mode 0700, so the other user cannot even look in).
-fn roots_cache(site: &Site) -> std::path::PathBuf {
+fn roots_cache(site: &Site) -> PathBuf {
     let cache = site.path("roots-cache");
     let input = site.module("cpu/mlp.a.generic.mlir", "root.mlir");
     let out = exec(
@@ -97,6 +140,16 @@ fn roots_cache(site: &Site) -> std::path::PathBuf {
     cache
 }
 
+/// The other user, a site both can work in, root's cache there and an input module; `None`
+/// (skip) as [`other_user`].
+fn roots_cache_and_input() -> Option<((u32, u32), Site, PathBuf, PathBuf)> {
+    let other = other_user()?;
+    let site = shared_site("// compiled");
+    let cache = roots_cache(&site);
+    let input = site.module("cpu/mlp.a.generic.mlir", "in.mlir");
+    Some((other, site, cache, input))
+}
+
 /// Asserts the compile ran once more, as if the wrapper were not there, and stderr said why.
 fn assert_compiled_past_the_cache(site: &Site, out: &Output, runs_before: usize, why: &str) {
     let err = stderr(out);
@@ -108,44 +161,28 @@ fn assert_compiled_past_the_cache(site: &Site, out: &Output, runs_before: usize,
 
 #[test]
 fn another_users_cache_is_bypassed_and_the_compile_runs() {
-    let Some(other) = other_user() else { return };
-    let site = shared_site("// compiled");
-    let cache = roots_cache(&site);
-    let input = site.module("cpu/mlp.a.generic.mlir", "in.mlir");
+    let Some((other, site, cache, input)) = roots_cache_and_input() else {
+        return;
+    };
     let output = site.path("out.mlir");
     // 0700: not even the configuration file can be read (this was a usage error, 64).
     let before = site.runs();
-    let out = exec(
-        &mut bin_as(&site, other, "h"),
-        &site,
-        &cache,
-        &input,
-        &output,
-    );
+    let out = exec_as(&site, other, &cache, &input, &output);
     assert_compiled_past_the_cache(&site, &out, before, "Permission denied");
-    let mut want = std::fs::read(&input).unwrap();
-    want.extend_from_slice(b"// compiled\n");
-    assert_eq!(std::fs::read(&output).unwrap(), want);
+    assert_compiled(&input, &output);
     assert_eq!(std::fs::metadata(&output).unwrap().uid(), other.0);
     // Readable but root's: refused for safety, bypassed all the same.
     std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o755)).unwrap();
     let before = site.runs();
-    let out = exec(
-        &mut bin_as(&site, other, "h"),
-        &site,
-        &cache,
-        &input,
-        &output,
-    );
+    let out = exec_as(&site, other, &cache, &input, &output);
     assert_compiled_past_the_cache(&site, &out, before, "owned by uid 0");
 }
 
 #[test]
 fn the_compilers_failure_and_stderr_come_through_untouched() {
-    let Some(other) = other_user() else { return };
-    let site = shared_site("// compiled");
-    let cache = roots_cache(&site);
-    let input = site.module("cpu/mlp.a.generic.mlir", "in.mlir");
+    let Some((other, site, cache, input)) = roots_cache_and_input() else {
+        return;
+    };
     let mut command = bin_as(&site, other, "h");
     command.env("FAIL", "1");
     let out = exec(&mut command, &site, &cache, &input, &site.path("out.mlir"));
@@ -162,9 +199,9 @@ fn an_uncreatable_cache_directory_is_bypassed() {
     std::fs::create_dir(&roots).unwrap();
     std::fs::set_permissions(&roots, std::fs::Permissions::from_mode(0o755)).unwrap();
     let input = site.module("cpu/mlp.a.generic.mlir", "in.mlir");
-    let out = exec(
-        &mut bin_as(&site, other, "h"),
+    let out = exec_as(
         &site,
+        other,
         &roots.join("cache"),
         &input,
         &site.path("out.mlir"),
@@ -175,10 +212,9 @@ fn an_uncreatable_cache_directory_is_bypassed() {
 
 #[test]
 fn wrap_bypasses_an_unusable_cache_too() {
-    let Some(other) = other_user() else { return };
-    let site = shared_site("// compiled");
-    let cache = roots_cache(&site);
-    let input = site.module("cpu/mlp.a.generic.mlir", "in.mlir");
+    let Some((other, site, cache, input)) = roots_cache_and_input() else {
+        return;
+    };
     let output = site.path("out.mlir");
     // A compiler symlink named mlir-opt, as a build would run it (its argument shape is
     // in the table, so the cache is opened).
@@ -192,19 +228,10 @@ fn wrap_bypasses_an_unusable_cache_too() {
         &real.join("mlir-opt"),
         "#!/bin/sh\necho run >> \"$RUNS\"\nwhile [ $# -gt 0 ]; do\n  case \"$1\" in\n    -o) out=\"$2\"; shift 2;;\n    *) in=\"$1\"; shift;;\n  esac\ndone\ncat \"$in\" > \"$out\"\n",
     );
-    let program = std::env::var_os("MCK_TEST_BIN")
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_mlir-cache-key").into());
-    std::os::unix::fs::symlink(&program, bin_dir.join("mlir-opt")).unwrap();
+    std::os::unix::fs::symlink(program(), bin_dir.join("mlir-opt")).unwrap();
     let before = site.runs();
-    let mut command = Command::new("setpriv");
+    let mut command = setpriv(other, None);
     command
-        .args([
-            "--reuid",
-            &other.0.to_string(),
-            "--regid",
-            &other.1.to_string(),
-        ])
-        .args(["--clear-groups", "--"])
         .arg(bin_dir.join("mlir-opt"))
         .arg(&input)
         .arg("-o")
@@ -229,10 +256,9 @@ fn wrap_bypasses_an_unusable_cache_too() {
 
 #[test]
 fn cache_errors_fail_keeps_the_strict_behavior() {
-    let Some(other) = other_user() else { return };
-    let site = shared_site("// compiled");
-    let cache = roots_cache(&site);
-    let input = site.module("cpu/mlp.a.generic.mlir", "in.mlir");
+    let Some((other, site, cache, input)) = roots_cache_and_input() else {
+        return;
+    };
     let before = site.runs();
     for flags in [None, Some("--cache_errors=fail")] {
         let mut command = bin_as(&site, other, "h");
@@ -242,14 +268,7 @@ fn cache_errors_fail_keeps_the_strict_behavior() {
             None => command.arg("--cache-errors=fail"),
         };
         command.arg("--cache-dir").arg(&cache);
-        let out = compile(
-            &mut command,
-            &site.compiler(),
-            &input,
-            &site.path("out.mlir"),
-        )
-        .output()
-        .unwrap();
+        let out = run_compile(&mut command, &site, &input, &site.path("out.mlir"));
         let err = stderr(&out);
         // Permission problems are the cache's (74), never a usage error (64).
         assert_eq!(out.status.code(), Some(EX_CACHE), "{flags:?}: {err}");
@@ -260,14 +279,7 @@ fn cache_errors_fail_keeps_the_strict_behavior() {
     // A usage error is never bypassed.
     let mut command = bin_as(&site, other, "h");
     command.args(["exec", "--cache-size=lots"]);
-    let out = compile(
-        &mut command,
-        &site.compiler(),
-        &input,
-        &site.path("out.mlir"),
-    )
-    .output()
-    .unwrap();
+    let out = run_compile(&mut command, &site, &input, &site.path("out.mlir"));
     assert_eq!(out.status.code(), Some(EX_USAGE), "{}", stderr(&out));
     assert_eq!(site.runs(), before);
 }
@@ -287,9 +299,7 @@ fn with_no_settings_two_users_each_get_a_cache_of_their_own() {
             let output = site.path(&format!("{home}.out"));
             let mut command = bin_as(&site, user, home);
             command.arg("exec");
-            let out = compile(&mut command, &site.compiler(), &input, &output)
-                .output()
-                .unwrap();
+            let out = run_compile(&mut command, &site, &input, &output);
             let err = stderr(&out);
             assert_eq!(out.status.code(), Some(0), "{home}: {err}");
             assert!(!err.contains(BYPASSED), "{home}: {err}");
@@ -320,7 +330,7 @@ fn a_read_only_cache_serves_hits_and_compiles_misses_without_storing() {
     let hit = site.module("cpu/mlp.a.generic.mlir", "hit.mlir");
     let miss = site.module("cpu/conv.a.generic.mlir", "miss.mlir");
     let first = site.path("first.out");
-    let out = exec(&mut bin_as(&site, other, "h"), &site, &cache, &hit, &first);
+    let out = exec_as(&site, other, &cache, &hit, &first);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(site.runs(), 1);
     // As the user (root ignores modes): the whole cache made read-only.
@@ -338,9 +348,7 @@ fn a_read_only_cache_serves_hits_and_compiles_misses_without_storing() {
             command.env("MLIR_CACHE_KEY_FLAGS", "--no_direct");
         }
         let out = exec(&mut command, &site, &cache, &hit, &output);
-        let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(0), "{err}");
-        assert!(!err.contains(BYPASSED), "{err}");
+        let err = assert_not_bypassed(&out);
         assert_eq!(site.runs(), 1, "a hit, not compiled: {err}");
         assert_eq!(
             std::fs::read(&output).unwrap(),
@@ -348,16 +356,8 @@ fn a_read_only_cache_serves_hits_and_compiles_misses_without_storing() {
         );
     }
     for round in 1..=2 {
-        let out = exec(
-            &mut bin_as(&site, other, "h"),
-            &site,
-            &cache,
-            &miss,
-            &site.path("miss.out"),
-        );
-        let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(0), "{err}");
-        assert!(!err.contains(BYPASSED), "{err}");
+        let out = exec_as(&site, other, &cache, &miss, &site.path("miss.out"));
+        let err = assert_not_bypassed(&out);
         assert_eq!(site.runs(), 1 + round, "a miss compiles, every time: {err}");
     }
     assert_eq!(files_under(&cache), files, "nothing written to the cache");
@@ -440,25 +440,7 @@ fn a_team_cache_is_shared_through_a_supplementary_group() {
     assert_eq!(site.runs(), 1);
     // The other user is in the team only through a supplementary group (not its egid).
     let as_member = |groups: &str| {
-        let mut command = bin_as(&site, other, "h");
-        let args: Vec<std::ffi::OsString> = command.get_args().map(ToOwned::to_owned).collect();
-        let mut member = Command::new("setpriv");
-        member
-            .args([
-                "--reuid",
-                &other.0.to_string(),
-                "--regid",
-                &other.1.to_string(),
-            ])
-            .args(["--groups", groups, "--"])
-            .args(&args[args.iter().position(|a| a == "--").unwrap() + 1..]);
-        for (key, value) in command.get_envs() {
-            match value {
-                Some(value) => member.env(key, value),
-                None => member.env_remove(key),
-            };
-        }
-        command = member;
+        let mut command = bin_as_member(&site, other, Some(groups), "h");
         command.env("MLIR_CACHE_KEY_FLAGS", shared);
         command
     };
@@ -469,9 +451,7 @@ fn a_team_cache_is_shared_through_a_supplementary_group() {
         &input,
         &site.path("member.out"),
     );
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(!err.contains(BYPASSED), "{err}");
+    let err = assert_not_bypassed(&out);
     assert_eq!(site.runs(), 1, "a team member hits the team's entry: {err}");
     // Not in the group: refused for safety, and the compile runs past it.
     let out = exec(
@@ -490,13 +470,7 @@ fn a_corrupt_index_never_fails_the_compile() {
     let site = shared_site("// compiled");
     let cache = site.path("others-cache");
     let first = site.module("cpu/mlp.a.generic.mlir", "first.mlir");
-    let out = exec(
-        &mut bin_as(&site, other, "h"),
-        &site,
-        &cache,
-        &first,
-        &site.path("1.out"),
-    );
+    let out = exec_as(&site, other, &cache, &first, &site.path("1.out"));
     assert!(out.status.success(), "{}", stderr(&out));
     let index = cache.join("v1/index.sqlite");
     for path in std::fs::read_dir(cache.join("v1")).unwrap() {
@@ -520,7 +494,5 @@ fn a_corrupt_index_never_fails_the_compile() {
     let out = exec(&mut retry, &site, &cache, &input, &output);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(site.runs(), before + 1);
-    let mut want = std::fs::read(&input).unwrap();
-    want.extend_from_slice(b"// compiled\n");
-    assert_eq!(std::fs::read(&output).unwrap(), want);
+    assert_compiled(&input, &output);
 }

@@ -18,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::common::read;
+use crate::common::{counter, read};
 use crate::garage::Bucket;
 use crate::team::Team;
 use serde_json::Value;
@@ -88,20 +88,9 @@ impl Net {
 
     /// `command` run inside host `host`'s namespace.
     fn on(&self, host: usize, command: &Command) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.hosts[host]])
-            .arg(command.get_program())
-            .args(command.get_args());
-        for (k, v) in command.get_envs() {
-            match v {
-                Some(v) => c.env(k, v),
-                None => c.env_remove(k),
-            };
-        }
-        if let Some(dir) = command.get_current_dir() {
-            c.current_dir(dir);
-        }
-        c
+        let mut ip = Command::new("ip");
+        ip.args(["netns", "exec", &self.hosts[host]]);
+        common::under(ip, command)
     }
 
     /// Limits what host `host` sends to `rate` (`tc … tbf`; no netem in this kernel).
@@ -202,19 +191,7 @@ fn exec_on(
     name: &str,
     module: &str,
 ) -> Command {
-    exec_with_on(net, team, bucket, host, name, module, &[])
-}
-
-fn exec_with_on(
-    net: &Net,
-    team: &Team,
-    bucket: &Bucket,
-    host: usize,
-    name: &str,
-    module: &str,
-    options: &[&str],
-) -> Command {
-    let mut c = team.exec_with(name, module, options);
+    let mut c = team.exec(name, module);
     bucket.aws_env(&mut c);
     net.on(host, &c)
 }
@@ -223,12 +200,6 @@ fn stats(net: &Net, team: &Team, bucket: &Bucket, host: usize, name: &str) -> Va
     let mut c = team.mck(name, &["cache", "stats", "--json"]);
     bucket.aws_env(&mut c);
     serde_json::from_slice(&common::success(&mut net.on(host, &c))).expect("stats json")
-}
-
-fn counter(stats: &Value, name: &str) -> u64 {
-    stats[name]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{name} in {stats}"))
 }
 
 #[test]
@@ -423,10 +394,10 @@ fn a_link_slower_than_the_timeout_allows_is_skipped_and_counted() {
     let proxy = DelayingProxy::start(&net.server(), &bucket.endpoint, Duration::from_secs(3));
     let mut slow = bucket.clone();
     slow.endpoint = proxy.url();
-    common::success_stderr(&mut exec_with_on(&net, &team, &slow, 1, "b", "c.mlir", &[]));
+    common::success_stderr(&mut exec_on(&net, &team, &slow, 1, "b", "c.mlir"));
     let b = stats(&net, &team, &slow, 1, "b");
     assert!(counter(&b, "remote_errors") >= 1, "{b}");
-    common::success_stderr(&mut exec_with_on(&net, &team, &slow, 1, "b", "d.mlir", &[]));
+    common::success_stderr(&mut exec_on(&net, &team, &slow, 1, "b", "d.mlir"));
     let b = stats(&net, &team, &slow, 1, "b");
     assert!(
         counter(&b, "remote_skipped") >= 1,

@@ -51,16 +51,8 @@ fn traced(site: &Site, command: &mut Command) -> (Vec<u8>, String, Vec<String>) 
         .arg("-y")
         .arg(format!("--trace={}", SYNC_CALLS.join(",")))
         .arg("-o")
-        .arg(&trace)
-        .arg(command.get_program())
-        .args(command.get_args());
-    for (name, value) in command.get_envs() {
-        match value {
-            Some(value) => strace.env(name, value),
-            None => strace.env_remove(name),
-        };
-    }
-    let output = strace.output().expect("run strace");
+        .arg(&trace);
+    let output = common::under(strace, command).output().expect("run strace");
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "{command:?} failed: {stderr}");
     let lines = std::fs::read_to_string(&trace).expect("read the trace");
@@ -191,9 +183,5 @@ fn a_remote_hit_and_its_backfill_perform_no_fsync() {
     );
     let stats = common::success(&mut cache_command(&site, &reader, &["stats", "--json"]));
     let stats: serde_json::Value = serde_json::from_slice(&stats).expect("stats JSON");
-    assert_eq!(
-        (stats["remote_hits"].as_u64(), stats["entries"].as_u64()),
-        (Some(1), Some(1)),
-        "{stats}"
-    );
+    common::assert_counters(&stats, ["remote_hits", "entries"], [1, 1]);
 }

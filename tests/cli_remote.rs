@@ -5,7 +5,7 @@
 //!
 //! See `remote/redis.rs` for where the server comes from (never a silent pass).
 
-use crate::common::{bin, failure, read, success, success_stderr};
+use crate::common::{bin, failure, read, success, success_at_info, success_stderr};
 use crate::team::{Team, spawn_slow, timed_success};
 use crate::{common, redis};
 use std::io::{Read, Write};
@@ -30,10 +30,7 @@ fn a_second_host_gets_a_hit_without_compiling() {
         target.keys()
     );
 
-    let stderr = success_stderr(
-        team.exec("b", "a.mlir")
-            .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO"),
-    );
+    let stderr = success_at_info(&mut team.exec("b", "a.mlir"));
     assert!(
         stderr.contains("Using a cached artefact from redis://"),
         "{stderr}"
@@ -45,16 +42,10 @@ fn a_second_host_gets_a_hit_without_compiling() {
     );
     team.assert_same_output("a", "b", "a.mlir");
     let b = team.stats("b");
-    assert_eq!(
-        (b["remote_hits"].as_u64(), b["remote_writes"].as_u64()),
-        (Some(1), Some(0))
-    );
+    common::assert_counters(&b, ["remote_hits", "remote_writes"], [1, 0]);
     assert_eq!(b["entries"], 1, "the remote hit is back-filled locally");
     let a = team.stats("a");
-    assert_eq!(
-        (a["remote_misses"].as_u64(), a["remote_writes"].as_u64()),
-        (Some(1), Some(1))
-    );
+    common::assert_counters(&a, ["remote_misses", "remote_writes"], [1, 1]);
     assert_eq!(a["remote_fallbacks"], 0);
 
     // Back-filled: host b hits locally now, even with the remote gone.
@@ -276,10 +267,7 @@ fn an_artefact_of_several_parts_comes_back_whole_and_a_flip_in_a_later_part_is_r
     success(team.mck("a", &["cache", "put", &key]).arg(&file));
     let out = team.path("big.out");
     let output = format!("--output={}", out.display());
-    let stderr = success_stderr(
-        team.mck("b", &["cache", "get", &key, &output])
-            .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO"),
-    );
+    let stderr = success_at_info(&mut team.mck("b", &["cache", "get", &key, &output]));
     assert!(read(&out) == bytes, "the artefact came back changed");
     assert!(
         stderr.contains("Using a cached artefact from redis://")
@@ -287,11 +275,7 @@ fn an_artefact_of_several_parts_comes_back_whole_and_a_flip_in_a_later_part_is_r
         "the parts did not verify as they came: {stderr}"
     );
     let b = team.stats("b");
-    assert_eq!(
-        (b["remote_hits"].as_u64(), b["entries"].as_u64()),
-        (Some(1), Some(1)),
-        "{b}"
-    );
+    common::assert_counters(&b, ["remote_hits", "entries"], [1, 1]);
 
     let entry = target.entry_keys().pop().expect("the entry");
     let len: usize = target.cli(&["strlen", &entry]).parse().expect("strlen");
@@ -306,11 +290,7 @@ fn an_artefact_of_several_parts_comes_back_whole_and_a_flip_in_a_later_part_is_r
         "a damaged value was served: {missed:?}"
     );
     let c = team.stats("c");
-    assert_eq!(
-        (c["remote_corrupt"].as_u64(), c["entries"].as_u64()),
-        (Some(1), Some(0)),
-        "{c}"
-    );
+    common::assert_counters(&c, ["remote_corrupt", "entries"], [1, 0]);
 }
 
 /// Redis values a byte short of one part, of exactly one part, and a byte over it (the first
@@ -358,10 +338,9 @@ fn values_at_the_edge_of_one_part_come_back_whole() {
             stored(&target)
         );
         let out = team.path(&format!("edge{i}.out"));
-        let stderr = success_stderr(
+        let stderr = success_at_info(
             team.mck(&format!("r{i}"), &["cache", "get", &key])
-                .arg(format!("--output={}", out.display()))
-                .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO"),
+                .arg(format!("--output={}", out.display())),
         );
         assert!(
             read(&out) == bytes,
@@ -415,10 +394,7 @@ fn a_read_only_client_never_writes() {
     let ttl_before: i64 = target.cli(&["pttl", &before[0]]).parse().expect("pttl");
     assert!(ttl_before > 0);
     let s = team.stats("r2");
-    assert_eq!(
-        (s["remote_hits"].as_u64(), s["remote_writes"].as_u64()),
-        (Some(1), Some(0))
-    );
+    common::assert_counters(&s, ["remote_hits", "remote_writes"], [1, 0]);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! per tier; the configuration file's list, repeated flags and `MLIR_CACHE_KEY_FLAGS` make the
 //! same chain.
 
-use crate::common::{success, success_stderr};
+use crate::common::{success, success_at_info, success_stderr};
 use crate::redis::Target;
 use crate::team::Team;
 use crate::{common, redis};
@@ -48,10 +48,7 @@ fn a_hit_in_the_second_tier_fills_the_first_and_local_and_the_next_hit_is_local(
     assert!(fast.entry_keys().is_empty());
 
     team.remote = chain(&[&fast.url(), &slow.url()]);
-    let stderr = success_stderr(
-        team.exec("b", "a.mlir")
-            .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO"),
-    );
+    let stderr = success_at_info(&mut team.exec("b", "a.mlir"));
     assert!(
         stderr.contains(&format!("Using a cached artefact from {}", slow.url())),
         "{stderr}"
@@ -161,20 +158,12 @@ fn a_dead_tier_is_skipped_and_counted_while_the_chain_hits_the_next() {
     assert!(dead["skipped"].as_u64() >= Some(1), "{b}");
     assert!(dead["down_until_ms"].is_i64(), "{b}");
     let alive = tier(&b, 1);
-    assert_eq!(
-        (alive["hits"].as_u64(), alive["writes"].as_u64()),
-        (Some(1), Some(1)),
-        "{b}"
-    );
+    common::assert_counters(alive, ["hits", "writes"], [1, 1]);
     assert!(
         alive["down_until_ms"].is_null(),
         "its own breaker stays closed: {b}"
     );
-    assert_eq!(
-        (alive["errors"].as_u64(), alive["skipped"].as_u64()),
-        (Some(0), Some(0)),
-        "{b}"
-    );
+    common::assert_counters(alive, ["errors", "skipped"], [0, 0]);
     let text = team.stats_text("b");
     common::assert_contains(
         &text,

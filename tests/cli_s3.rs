@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{read, success, success_stderr};
+use crate::common::{counter, read, success, success_at_info, success_stderr};
 use crate::garage::Bucket;
 use crate::team::Team;
 use serde_json::Value;
@@ -76,12 +76,6 @@ impl S3Team {
     }
 }
 
-fn counter(stats: &Value, name: &str) -> u64 {
-    stats[name]
-        .as_u64()
-        .unwrap_or_else(|| panic!("{name} in {stats}"))
-}
-
 #[test]
 fn two_cache_dirs_sharing_a_bucket_hit_each_others_entries() {
     let (_cluster, bucket) = garage::shared("two_dirs_share");
@@ -93,10 +87,7 @@ fn two_cache_dirs_sharing_a_bucket_hit_each_others_entries() {
     // The object is the entry file's exact bytes.
     assert_eq!(t.bucket.get(&keys[0]), Some(t.entry_file("a", &keys[0])));
 
-    let stderr = success_stderr(
-        t.exec("b", "a.mlir")
-            .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO"),
-    );
+    let stderr = success_at_info(&mut t.exec("b", "a.mlir"));
     assert!(
         stderr.contains("Using a cached artefact from s3://"),
         "{stderr}"
@@ -155,10 +146,7 @@ fn a_chain_of_two_buckets_on_one_server_hits_in_the_second_and_backfills_the_fir
     t.team.remote = second.clone();
     success_stderr(&mut t.exec("a", "a.mlir"));
     t.team.remote = format!("{first} {second}");
-    let stderr = success_stderr(
-        t.exec("b", "a.mlir")
-            .env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO"),
-    );
+    let stderr = success_at_info(&mut t.exec("b", "a.mlir"));
     assert_eq!(t.team.runs(), 1, "host b compiled: {stderr}");
     assert!(!stderr.contains("no answer within"), "{stderr}");
     t.team.assert_same_output("a", "b", "a.mlir");
@@ -351,18 +339,13 @@ impl Emulator {
             panic!("MCK_TEST_GCS_HOST is not set under CI: scripts/test.sh starts the emulator");
         }
         let dir = tempfile::tempdir().expect("tempdir");
-        let out = Command::new("bash")
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gcs-emulator.sh"))
-            .arg("start")
-            .arg(dir.path())
-            .output()
-            .expect("run scripts/gcs-emulator.sh");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = success(
+            Command::new("bash")
+                .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gcs-emulator.sh"))
+                .arg("start")
+                .arg(dir.path()),
         );
-        let env = String::from_utf8_lossy(&out.stdout).into_owned();
+        let env = String::from_utf8_lossy(&out).into_owned();
         let value = |name: &str| {
             env.lines()
                 .find_map(|l| l.strip_prefix(&format!("{name}=")).map(str::to_owned))

@@ -7,7 +7,7 @@
 use crate::common::{self, bin, corpus, data, failure, run, stderr, write_script};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
 /// A directory with a compiler script, a module and a cache.
 struct Setup {
@@ -90,7 +90,9 @@ impl Setup {
     }
 }
 
-fn ok(output: Output) -> String {
+/// Runs `command`, asserting success; returns stderr.
+fn ok(command: &mut Command) -> String {
+    let output = command.output().unwrap();
     let text = stderr(&output);
     assert!(output.status.success(), "{:?}\n{text}", output.status);
     text
@@ -102,12 +104,9 @@ const READS_MODEL_SCALE: &str = "cat \"$1\" > \"$2\" && echo \"scale=$MODEL_SCAL
 #[test]
 fn without_the_option_or_at_rate_zero_a_hit_never_runs_the_compiler() {
     let s = Setup::new(READS_MODEL_SCALE);
-    ok(s.exec(&[], &[]).env("MODEL_SCALE", "1").output().unwrap());
-    ok(s.exec(&[], &[]).env("MODEL_SCALE", "2").output().unwrap());
-    ok(s.exec(&["--verify-hits", "0"], &[])
-        .env("MODEL_SCALE", "2")
-        .output()
-        .unwrap());
+    ok(s.exec(&[], &[]).env("MODEL_SCALE", "1"));
+    ok(s.exec(&[], &[]).env("MODEL_SCALE", "2"));
+    ok(s.exec(&["--verify-hits", "0"], &[]).env("MODEL_SCALE", "2"));
     assert_eq!(s.runs(), 1, "a hit ran the compiler");
     assert!(
         s.output().contains("scale=1"),
@@ -119,18 +118,15 @@ fn without_the_option_or_at_rate_zero_a_hit_never_runs_the_compiler() {
 #[test]
 fn rate_one_audits_every_hit_and_confirms_a_deterministic_compiler() {
     let s = Setup::new("cat \"$1\" > \"$2\"");
-    ok(s.exec(&[], &[]).output().unwrap());
+    ok(&mut s.exec(&[], &[]));
     let first = s.output();
     for _ in 0..2 {
-        ok(s.exec(&["--verify-hits", "1"], &[]).output().unwrap());
+        ok(&mut s.exec(&["--verify-hits", "1"], &[]));
     }
     assert_eq!(s.runs(), 3, "each audited hit compiles once");
     assert_eq!(s.output(), first);
     let audits = &s.stats()["audits"];
-    assert_eq!(
-        (audits["run"].as_u64(), audits["confirmed"].as_u64()),
-        (Some(2), Some(2))
-    );
+    common::assert_counters(audits, ["run", "confirmed"], [2, 2]);
     assert_eq!(audits["false_hits"], 0);
     let text = String::from_utf8(run(&mut s.cache(&["stats"])).stdout).unwrap();
     assert!(
@@ -142,12 +138,8 @@ fn rate_one_audits_every_hit_and_confirms_a_deterministic_compiler() {
 #[test]
 fn an_undeclared_environment_variable_is_a_false_hit_named_and_not_served_again() {
     let s = Setup::new(READS_MODEL_SCALE);
-    ok(s.exec(&[], &[]).env("MODEL_SCALE", "1").output().unwrap());
-    let caught = ok(s
-        .exec(&["--verify-hits", "1"], &[])
-        .env("MODEL_SCALE", "2")
-        .output()
-        .unwrap());
+    ok(s.exec(&[], &[]).env("MODEL_SCALE", "1"));
+    let caught = ok(s.exec(&["--verify-hits", "1"], &[]).env("MODEL_SCALE", "2"));
     assert!(
         s.output().contains("scale=2"),
         "the fresh output is delivered"
@@ -159,10 +151,7 @@ fn an_undeclared_environment_variable_is_a_false_hit_named_and_not_served_again(
     assert!(caught.contains("false hit"), "{caught}");
     assert_eq!(s.runs(), 3, "one store, two fresh compiles");
     let audits = &s.stats()["audits"];
-    assert_eq!(
-        (audits["run"].as_u64(), audits["false_hits"].as_u64()),
-        (Some(1), Some(1))
-    );
+    common::assert_counters(audits, ["run", "false_hits"], [1, 1]);
 
     // Listed and shown as suspect, with the reason.
     let entry = s.entry();
@@ -187,7 +176,7 @@ fn an_undeclared_environment_variable_is_a_false_hit_named_and_not_served_again(
 
     // The stored entry is never served again: the next run (no audit) compiles.
     std::fs::remove_file(s.path("out.bin")).unwrap();
-    ok(s.exec(&[], &[]).env("MODEL_SCALE", "1").output().unwrap());
+    ok(s.exec(&[], &[]).env("MODEL_SCALE", "1"));
     assert_eq!(s.runs(), 4, "the suspect entry was served");
     assert!(s.output().contains("scale=1"));
 }
@@ -198,12 +187,9 @@ fn a_file_named_on_the_command_line_whose_contents_change_is_a_false_hit() {
     let weights = s.path("weights.bin");
     std::fs::write(&weights, "weights v1").unwrap();
     let weights_arg = weights.to_str().unwrap();
-    ok(s.exec(&[], &[weights_arg]).output().unwrap());
+    ok(&mut s.exec(&[], &[weights_arg]));
     std::fs::write(&weights, "weights v2").unwrap();
-    let caught = ok(s
-        .exec(&["--verify-hits", "1"], &[weights_arg])
-        .output()
-        .unwrap());
+    let caught = ok(&mut s.exec(&["--verify-hits", "1"], &[weights_arg]));
     assert!(
         s.output().ends_with("weights v2"),
         "the fresh output is delivered"
@@ -219,35 +205,27 @@ fn a_file_named_on_the_command_line_whose_contents_change_is_a_false_hit() {
 fn a_nondeterministic_compiler_is_reported_as_such_never_as_a_false_hit() {
     // Every compile differs: it appends how many times it ran.
     let s = Setup::new("cat \"$1\" > \"$2\" && wc -l < \"$RUNS\" >> \"$2\"");
-    ok(s.exec(&[], &[]).output().unwrap());
-    let said = ok(s.exec(&["--verify-hits", "1"], &[]).output().unwrap());
+    ok(&mut s.exec(&[], &[]));
+    let said = ok(&mut s.exec(&["--verify-hits", "1"], &[]));
     assert!(said.contains("nondeterministic"), "{said}");
     assert!(!said.contains("false hit"), "{said}");
     assert_eq!(s.runs(), 3);
     let audits = &s.stats()["audits"];
-    assert_eq!(
-        (
-            audits["nondeterministic"].as_u64(),
-            audits["false_hits"].as_u64()
-        ),
-        (Some(1), Some(0))
-    );
+    common::assert_counters(audits, ["nondeterministic", "false_hits"], [1, 0]);
     assert!(s.entry().get("suspect").is_none(), "the entry is blamed");
     // Not blamed: the next hit is served from the cache.
-    ok(s.exec(&[], &[]).output().unwrap());
+    ok(&mut s.exec(&[], &[]));
     assert_eq!(s.runs(), 3);
 }
 
 #[test]
 fn a_fractional_rate_over_many_hits_lands_near_its_value() {
     let s = Setup::new("cat \"$1\" > \"$2\"");
-    ok(s.exec(&[], &[]).output().unwrap());
+    ok(&mut s.exec(&[], &[]));
     let hits = 80;
     for seed in 0..hits {
         ok(s.exec(&["--verify-hits", "0.25"], &[])
-            .env("MLIR_CACHE_KEY_AUDIT_SEED", seed.to_string())
-            .output()
-            .unwrap());
+            .env("MLIR_CACHE_KEY_AUDIT_SEED", seed.to_string()));
     }
     let audited = s.stats()["audits"]["run"].as_u64().unwrap();
     assert_eq!(s.runs() as u64, 1 + audited);
@@ -303,7 +281,7 @@ fn wrap_audits_a_hit_too() {
                 "mlp.pb",
             ])
             .args(["--output", "out.bin"]);
-        ok(c.output().unwrap())
+        ok(&mut c)
     };
     wrap("1", &[]);
     let caught = wrap("2", &["--verify-hits", "1"]);
@@ -317,16 +295,11 @@ fn cache_list_marks_the_suspect_entry_at_its_address() {
     let s = Setup::new(READS_MODEL_SCALE);
     let at = |run: &str| ["--address", "t/answer", "--run", run].map(str::to_owned);
     ok(s.exec(&at("r1").each_ref().map(String::as_str), &[])
-        .env("MODEL_SCALE", "1")
-        .output()
-        .unwrap());
+        .env("MODEL_SCALE", "1"));
     let mut audited = at("r2").to_vec();
     audited.extend(["--verify-hits".to_owned(), "1".to_owned()]);
     let audited: Vec<&str> = audited.iter().map(String::as_str).collect();
-    ok(s.exec(&audited, &[])
-        .env("MODEL_SCALE", "2")
-        .output()
-        .unwrap());
+    ok(s.exec(&audited, &[]).env("MODEL_SCALE", "2"));
     let listed = String::from_utf8(run(&mut s.cache(&["list"])).stdout).unwrap();
     assert!(
         listed.contains("suspect: false hit found by a hit audit: MODEL_SCALE: set differently"),
@@ -365,13 +338,9 @@ fn cache_list_marks_the_suspect_entry_at_its_address() {
 fn an_audit_whose_compile_fails_serves_the_stored_artefact_unaudited() {
     // With FAIL set, the compiler empties its output and fails.
     let s = Setup::new("if [ -n \"$FAIL\" ]; then : > \"$2\"; exit 3; fi; cat \"$1\" > \"$2\"");
-    ok(s.exec(&[], &[]).output().unwrap());
+    ok(&mut s.exec(&[], &[]));
     let stored = s.output();
-    let said = ok(s
-        .exec(&["--verify-hits", "1"], &[])
-        .env("FAIL", "1")
-        .output()
-        .unwrap());
+    let said = ok(s.exec(&["--verify-hits", "1"], &[]).env("FAIL", "1"));
     assert!(
         said.contains("serving the stored artefact unaudited"),
         "{said}"

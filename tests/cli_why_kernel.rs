@@ -66,25 +66,29 @@ fn why(a: &Path, b: &Path, json: bool) -> String {
 }
 
 /// `why` (text, then JSON) between the corpus Triton module holding kernel `a` and holding
-/// kernel `b`; the text has no escaped kernel bytes.
-fn why_between_triton_kernels(a: &[u8], b: &[u8]) -> (String, serde_json::Value) {
+/// kernel `b`; the text points inside the kernel of the module's first custom call, says each
+/// of `more`, and has no escaped kernel bytes.
+fn why_inside_the_triton_kernel(a: &[u8], b: &[u8], more: &[&str]) -> (String, serde_json::Value) {
     let tmp = tempfile::tempdir().unwrap();
     let a = with_triton_kernel(tmp.path(), "a", a);
     let b = with_triton_kernel(tmp.path(), "b", b);
     let shown = why(&a, &b, false);
     assert!(!shown.contains("\\EF"), "escaped kernel bytes in:\n{shown}");
+    assert_contains(
+        &shown,
+        &["inside the Triton kernel of stablehlo.custom_call #0"],
+    );
+    assert_contains(&shown, more);
     (shown, serde_json::from_str(&why(&a, &b, true)).unwrap())
 }
 
 #[test]
 fn why_names_the_kernel_and_the_operation_that_differ_inside_it() {
     // One constant changed (2.0 → 3.0) in a kernel this MLIR reads.
-    let (shown, json) =
-        why_between_triton_kernels(&upstream_kernel("2.0"), &upstream_kernel("3.0"));
-    assert_contains(
-        &shown,
+    let (shown, json) = why_inside_the_triton_kernel(
+        &upstream_kernel("2.0"),
+        &upstream_kernel("3.0"),
         &[
-            "inside the Triton kernel of stablehlo.custom_call #0",
             "call_target_name \"__gpu$xla.gpu.triton\"",
             "operation #2 in pre-order",
             "in the kernel (5 → 5 operations): first differing operation #2 in pre-order, \
@@ -105,12 +109,10 @@ fn why_names_the_kernel_and_the_operation_that_differ_inside_it() {
 fn why_names_the_operation_and_value_that_differ_inside_a_real_triton_kernel() {
     // Real Triton kernels, the same but for one constant (2.0 → 3.0): MLIR 22 lacks the tt
     // dialect and cannot read them stripped, so the operations are listed dialect-free.
-    let (shown, _) =
-        why_between_triton_kernels(&sweep_kernel("affine-c2.a"), &sweep_kernel("affine-c3.a"));
-    assert_contains(
-        &shown,
+    let (shown, _) = why_inside_the_triton_kernel(
+        &sweep_kernel("affine-c2.a"),
+        &sweep_kernel("affine-c3.a"),
         &[
-            "inside the Triton kernel of stablehlo.custom_call #0",
             "in the kernel (read without its dialects, 53 → 53 operations): first differing \
              operation #23 in pre-order, \"arith.constant\" (nesting depth 2)",
             "  property value: 2.0 : f32 → 3.0 : f32",
@@ -130,14 +132,10 @@ fn relocation_kernel(backend: &str, variant: &str) -> Vec<u8> {
 #[test]
 fn why_names_the_operation_and_value_that_differ_inside_relocation_kernels() {
     // Triton: the generator's semantic variants with constant 2 and 3.
-    let (shown, _) = why_between_triton_kernels(
+    why_inside_the_triton_kernel(
         &relocation_kernel("triton", "affine-c2"),
         &relocation_kernel("triton", "affine-c3"),
-    );
-    assert_contains(
-        &shown,
         &[
-            "inside the Triton kernel of stablehlo.custom_call #0",
             "operation #35 in pre-order, \"arith.constant\"",
             "  property value: 2.0 : f32 → 3.0 : f32",
         ],

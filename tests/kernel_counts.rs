@@ -19,7 +19,7 @@ use crate::common::{corpus, data, read};
 use crate::kernel_helpers::{canonical, edit_mosaic_body};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use mlir_cache_key::bytecode::{self, BytecodeError, StripOutput, strip_locations};
+use mlir_cache_key::bytecode::{self, BytecodeError, strip_locations};
 use mlir_cache_key::canon::KernelAction;
 use mlir_cache_key::canon::kernels::StripMethod;
 use mlir_cache_key::mlir::{new_context, parse_module, write_bytecode_with};
@@ -41,10 +41,21 @@ const PAYLOADS: [&str; 6] = [
 
 /// The stripped output, or `None` when the stripper refuses (Unchanged or Err).
 fn output(payload: &[u8]) -> Option<Vec<u8>> {
-    match strip_locations(payload).ok()?.output {
-        StripOutput::Stripped(bytes) => Some(bytes),
-        StripOutput::Unchanged { .. } => None,
-    }
+    strip_locations(payload).ok()?.output.stripped()
+}
+
+/// Payload `name` of [`PAYLOADS`], its offsets outside debug info, and what it strips to.
+fn outside_debug_info(name: &str) -> (Vec<u8>, Vec<usize>, Vec<u8>) {
+    let payload = read(&data(name));
+    let report = strip_locations(&payload).expect("corpus payload parses");
+    let offsets = (0..payload.len())
+        .filter(|&o| !report.debug.contains(o))
+        .collect();
+    let base = report
+        .output
+        .stripped()
+        .unwrap_or_else(|| panic!("{name}: the corpus payload itself is refused"));
+    (payload, offsets, base)
 }
 
 #[derive(Debug, Default)]
@@ -80,27 +91,16 @@ fn every_byte_outside_debug_info_is_compared_not_just_refused() {
     // a/b), 1093 of 1580 (Mosaic already stripped a/b), 669 of 1694 (Triton a),
     // 669 of 1694 (Triton b); 592 of 1694 for Triton once the reader checked value numbering
     // too (more single-byte edits are then malformed bytecode, refused with a reason).
-    let minimums = [
-        (PAYLOADS[0], 950),
-        (PAYLOADS[1], 950),
-        (PAYLOADS[2], 980),
-        (PAYLOADS[3], 980),
-        (PAYLOADS[4], 540),
-        (PAYLOADS[5], 540),
-    ];
+    let minimums = [950, 950, 980, 980, 540, 540];
     let mut short = Vec::new();
-    for (name, minimum) in minimums {
-        let payload = read(&data(name));
-        let report = strip_locations(&payload).expect("corpus payload parses");
-        let StripOutput::Stripped(base) = &report.output else {
-            panic!("{name}: the corpus payload itself is refused")
-        };
+    for (name, minimum) in PAYLOADS.into_iter().zip(minimums) {
+        let (payload, offsets, base) = outside_debug_info(name);
         let mut tally = Tally::default();
-        for offset in (0..payload.len()).filter(|&o| !report.debug.contains(o)) {
+        for offset in offsets {
             for delta in [1u8, 0x80] {
                 let mut edited = payload.clone();
                 edited[offset] = edited[offset].wrapping_add(delta);
-                tally.edit(base, &edited, || {
+                tally.edit(&base, &edited, || {
                     format!("{name}: byte {offset:#x} + {delta:#x}")
                 });
             }
@@ -135,25 +135,11 @@ fn random_edits_outside_debug_info_are_mostly_compared() {
     // (payload, minimum of 1000 edits compared); measured with this seed: 631,
     // 635 (Mosaic in-body a/b), 673, 692 (Mosaic already stripped a/b), 359
     // (Triton a), 386 (Triton b).
-    let minimums = [
-        (PAYLOADS[0], 560),
-        (PAYLOADS[1], 560),
-        (PAYLOADS[2], 600),
-        (PAYLOADS[3], 600),
-        (PAYLOADS[4], 320),
-        (PAYLOADS[5], 320),
-    ];
+    let minimums = [560, 560, 600, 600, 320, 320];
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x6d63_6b18);
     let mut short = Vec::new();
-    for (name, minimum) in minimums {
-        let payload = read(&data(name));
-        let report = strip_locations(&payload).unwrap();
-        let StripOutput::Stripped(base) = &report.output else {
-            panic!("{name}: refused")
-        };
-        let offsets: Vec<usize> = (0..payload.len())
-            .filter(|&o| !report.debug.contains(o))
-            .collect();
+    for (name, minimum) in PAYLOADS.into_iter().zip(minimums) {
+        let (payload, offsets, base) = outside_debug_info(name);
         let mut tally = Tally::default();
         while tally.total() < 1000 {
             let offset = offsets[rng.gen_range(0..offsets.len())];
@@ -163,7 +149,7 @@ fn random_edits_outside_debug_info_are_mostly_compared() {
             }
             let mut edited = payload.clone();
             edited[offset] = byte;
-            tally.edit(base, &edited, || {
+            tally.edit(&base, &edited, || {
                 format!("{name}: byte {offset:#x} = {byte:#04x}")
             });
         }

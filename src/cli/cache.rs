@@ -5,7 +5,7 @@ pub use super::cache_args::Command;
 use super::cache_args::{SortArg, state};
 use super::cache_text::{gc_text, stats_text, table, verify_text};
 use super::error::CliError;
-use super::output::{self, json_text, versioned};
+use super::output::{self, text_or_json, text_or_versioned, versioned};
 use super::progress::Progress;
 use super::settings::CacheOptions;
 use super::stored;
@@ -21,12 +21,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             if zero {
                 store.zero_stats()?;
             }
-            let stats = tiers.stats()?;
-            if json {
-                json_text(&stats)?
-            } else {
-                stats_text(&stats)
-            }
+            text_or_json(json, &tiers.stats()?, stats_text)?
         }
         Command::List {
             pattern,
@@ -34,11 +29,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             json,
         } => {
             let chosen = addresses::select(store, pattern.as_deref(), &select)?;
-            if json {
-                json_text(&chosen)?
-            } else {
-                addresses::table(&chosen)
-            }
+            text_or_json(json, &chosen, |chosen| addresses::table(chosen))?
         }
         Command::Entries {
             name,
@@ -57,12 +48,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
                 },
                 limit,
             };
-            let entries = store.list(&filter)?;
-            if json {
-                json_text(&entries)?
-            } else {
-                table(&entries)
-            }
+            text_or_json(json, &store.list(&filter)?, |entries| table(entries))?
         }
         Command::Clear {
             pattern,
@@ -86,21 +72,13 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
             let progress = Progress::bar("verifying entries", json);
             let report = store.verify(|done, total| progress.set(done, total))?;
             drop(progress);
-            if json {
-                versioned("verify", &report)?
-            } else {
-                verify_text(&report)
-            }
+            text_or_versioned(json, "verify", &report, verify_text)?
         }
         Command::Gc { json } => {
             let progress = Progress::spinner("collecting garbage", json);
             let report = store.gc()?;
             drop(progress);
-            if json {
-                versioned("gc", &report)?
-            } else {
-                gc_text(&report)
-            }
+            text_or_versioned(json, "gc", &report, gc_text)?
         }
         Command::Put {
             key,

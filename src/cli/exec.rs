@@ -29,7 +29,7 @@ pub fn run(args: Args) -> Result<ExitCode, CliError> {
 
 fn through_cache(args: &Args, exec: &Exec) -> Result<ExitCode, CliError> {
     let mut read_once = None;
-    if exec.direct
+    if exec.cache.direct
         && !mck_cli::handover::direct_already_missed()
         && let Some(code) = exec.direct_hit(&mut read_once)?
     {
@@ -41,7 +41,7 @@ fn through_cache(args: &Args, exec: &Exec) -> Result<ExitCode, CliError> {
     };
     // From the bytes read now, which the canonical key comes from: a file that changed since it
     // was hashed for the direct lookup must not leave a manifest naming its old bytes.
-    let manifest = match exec.direct {
+    let manifest = match exec.cache.direct {
         true => Some(exec.manifest(&mck_cli::raw_digest::of_bytes(&raw))?),
         false => None,
     };
@@ -56,20 +56,24 @@ fn through_cache(args: &Args, exec: &Exec) -> Result<ExitCode, CliError> {
                 Computation::Module { module, .. } => Some(*module),
                 Computation::Bytes(_) => None,
             };
-            let record =
-                crate::exec::exec_key(&exec.request, name, computation, Some(&exec.digest_cache))?;
+            let record = crate::exec::exec_key(
+                &exec.request,
+                name,
+                computation,
+                Some(&exec.cache.digest_cache),
+            )?;
             let at = exec.at(&record)?;
             let finished =
-                crate::exec::run_with_text(&exec.store, &exec.request, &record, at, text)?;
+                crate::exec::run_with_text(&exec.cache.store, &exec.request, &record, at, text)?;
             Ok((record, finished))
         },
     )?;
     // A read-only cache stores no manifest.
     if let (Some(manifest), Finished::Status { served, .. }) = (&manifest, &finished)
         && served.state().is_some()
-        && !exec.store.local().is_read_only()
+        && !exec.cache.store.local().is_read_only()
     {
-        crate::exec::remember_direct(&exec.store, manifest, &record);
+        crate::exec::remember_direct(&exec.cache.store, manifest, &record);
     }
     Ok(finished_code(finished))
 }

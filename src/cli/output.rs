@@ -47,6 +47,33 @@ pub fn versioned<T: serde::Serialize>(name: &str, value: &T) -> Result<String, C
     json_text(&v)
 }
 
+/// `value` for people (`text` renders it), or as pretty JSON with `--json`.
+pub fn text_or_json<T: serde::Serialize>(
+    json: bool,
+    value: &T,
+    text: impl FnOnce(&T) -> String,
+) -> Result<String, CliError> {
+    if json {
+        json_text(value)
+    } else {
+        Ok(text(value))
+    }
+}
+
+/// [`text_or_json`], the JSON with its versioned shape (see [`versioned`]).
+pub fn text_or_versioned<T: serde::Serialize>(
+    json: bool,
+    name: &str,
+    value: &T,
+    text: impl FnOnce(&T) -> String,
+) -> Result<String, CliError> {
+    if json {
+        versioned(name, value)
+    } else {
+        Ok(text(value))
+    }
+}
+
 /// A command's result both ways: text for people, a value for `--json`.
 pub struct Reported {
     pub text: String,

@@ -156,11 +156,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
         }
         Command::Status { run, json } => {
             let status = super::run_status::status(&registry, &run, &cache.as_args())?;
-            if json {
-                super::output::versioned("status", &status)?
-            } else {
-                super::run_status::text(&status)
-            }
+            super::output::text_or_versioned(json, "status", &status, super::run_status::text)?
         }
         Command::Close { run, json } => {
             registry.run(&run)?.ok_or_else(|| no_run(&run))?;

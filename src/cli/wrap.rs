@@ -57,7 +57,7 @@ fn wrap(
 }
 
 fn through_cache(wrap: &mck_cli::wrap::Wrap, canon: &CanonFlags) -> Result<ExitCode, CliError> {
-    if wrap.direct
+    if wrap.cache.direct
         && !mck_cli::handover::direct_already_missed()
         && let Some(code) = wrap.direct_hit(canon)?
     {
@@ -66,7 +66,7 @@ fn through_cache(wrap: &mck_cli::wrap::Wrap, canon: &CanonFlags) -> Result<ExitC
     let request = &wrap.request;
     let (input_name, raw) = input::read_raw(&request.input)?;
     // From the bytes read now, which the canonical key comes from.
-    let manifest = match wrap.direct {
+    let manifest = match wrap.cache.direct {
         true => Some(wrap.manifest(canon, &mck_cli::raw_digest::of_bytes(&raw))?),
         false => None,
     };
@@ -76,7 +76,7 @@ fn through_cache(wrap: &mck_cli::wrap::Wrap, canon: &CanonFlags) -> Result<ExitC
                 request,
                 name,
                 computation,
-                Some(&wrap.digest_cache),
+                Some(&wrap.cache.digest_cache),
             )?)
         })
     });
@@ -91,13 +91,13 @@ fn through_cache(wrap: &mck_cli::wrap::Wrap, canon: &CanonFlags) -> Result<ExitC
         }
         Err(e) => return Err(e),
     };
-    let finished = crate::exec::run(&wrap.store, request, &record, None)?;
+    let finished = crate::exec::run(&wrap.cache.store, request, &record, None)?;
     // A read-only cache stores no manifest.
     if let (Some(manifest), Finished::Status { served, .. }) = (&manifest, &finished)
         && served.state().is_some()
-        && !wrap.store.local().is_read_only()
+        && !wrap.cache.store.local().is_read_only()
     {
-        crate::exec::remember_direct(&wrap.store, manifest, &record);
+        crate::exec::remember_direct(&wrap.cache.store, manifest, &record);
     }
     Ok(finished_code(finished))
 }

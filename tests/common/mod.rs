@@ -101,6 +101,12 @@ pub fn success_stderr(command: &mut Command) -> String {
     stderr(&output)
 }
 
+/// Runs `command` logging at INFO (where it tells which cache served it), asserting success;
+/// returns stderr.
+pub fn success_at_info(command: &mut Command) -> String {
+    success_stderr(command.env("MLIR_CACHE_KEY_FLAGS", "--log_level=INFO"))
+}
+
 /// Runs `command INPUT -o OUTPUT`, asserting success; returns what it wrote to OUTPUT.
 pub fn written(command: &mut Command, input: &Path, output: &Path) -> Vec<u8> {
     let status = command
@@ -118,6 +124,42 @@ pub fn mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("stat {}: {e}", path.display()));
     meta.permissions().mode() & 0o777
+}
+
+/// `command` run under `wrapper` (GNU time, strace, `ip netns exec` …): `wrapper`'s words, then
+/// `command`'s program and arguments, with `command`'s environment changes and directory.
+pub fn under(mut wrapper: Command, command: &Command) -> Command {
+    wrapper.arg(command.get_program()).args(command.get_args());
+    for (name, value) in command.get_envs() {
+        match value {
+            Some(value) => wrapper.env(name, value),
+            None => wrapper.env_remove(name),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        wrapper.current_dir(dir);
+    }
+    wrapper
+}
+
+/// The counter `name` of a `cache stats --json` report (or of one tier's part of it).
+pub fn counter(stats: &serde_json::Value, name: &str) -> u64 {
+    stats[name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{name} in {stats}"))
+}
+
+/// Asserts that the counters `names` of `stats` are `want`, showing `stats` when not.
+pub fn assert_counters<const N: usize>(
+    stats: &serde_json::Value,
+    names: [&str; N],
+    want: [u64; N],
+) {
+    assert_eq!(
+        names.map(|name| stats[name].as_u64()),
+        want.map(Some),
+        "{names:?} in {stats}"
+    );
 }
 
 /// stderr as text.
@@ -228,22 +270,10 @@ pub fn exec_through_compiler_sh(
 pub fn peak_rss_kib(command: &Command) -> (i32, i64) {
     let dir = tempfile::tempdir().expect("tempdir");
     let report = dir.path().join("maxrss");
-    let mut timed = Command::new("/usr/bin/time");
-    timed
-        .args(["--quiet", "--format=%M", "--output"])
-        .arg(&report)
-        .arg(command.get_program())
-        .args(command.get_args());
-    for (name, value) in command.get_envs() {
-        match value {
-            Some(value) => timed.env(name, value),
-            None => timed.env_remove(name),
-        };
-    }
-    if let Some(dir) = command.get_current_dir() {
-        timed.current_dir(dir);
-    }
-    let status = timed
+    let mut time = Command::new("/usr/bin/time");
+    time.args(["--quiet", "--format=%M", "--output"])
+        .arg(&report);
+    let status = under(time, command)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

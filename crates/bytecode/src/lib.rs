@@ -71,6 +71,16 @@ pub enum StripOutput {
     },
 }
 
+impl StripOutput {
+    /// The stripped payload, or `None` when the original bytes are kept.
+    pub fn stripped(self) -> Option<Vec<u8>> {
+        match self {
+            StripOutput::Stripped(bytes) => Some(bytes),
+            StripOutput::Unchanged { .. } => None,
+        }
+    }
+}
+
 /// The result of [`strip_locations`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StripReport {

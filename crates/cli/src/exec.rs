@@ -76,9 +76,8 @@ pub struct Args {
 }
 
 /// An exec with its cache open: what both halves of the command line work from.
-pub struct Exec<'a> {
-    pub args: &'a Args,
-    pub request: ExecRequest,
+/// The open cache and what direct mode uses beside it, as `exec` and `wrap` hold them.
+pub struct OpenCache {
     pub store: Tiered,
     /// Where compiler digests are remembered (the cache's `compilers/`).
     pub digest_cache: PathBuf,
@@ -86,6 +85,24 @@ pub struct Exec<'a> {
     pub direct: bool,
     /// Where direct mode remembers input digests (`None`: the `no_inode_cache` setting).
     pub inode_cache: Option<InodeCache>,
+}
+
+impl OpenCache {
+    /// `store`, used as `settings` say.
+    pub fn new(store: Tiered, settings: &mck_settings::Settings) -> OpenCache {
+        OpenCache {
+            digest_cache: store.local().layout().compilers_dir(),
+            direct: !settings.no_direct,
+            inode_cache: InodeCache::unless_off(&store, settings),
+            store,
+        }
+    }
+}
+
+pub struct Exec<'a> {
+    pub args: &'a Args,
+    pub request: ExecRequest,
+    pub cache: OpenCache,
     /// One run id for the direct and the canonical path (made once, when first needed).
     run_id: OnceCell<String>,
 }
@@ -130,15 +147,10 @@ impl<'a> Exec<'a> {
         };
         request.verify_hits = settings.verify_hits;
         request.lock_timeout = settings.lock_timeout;
-        let digest_cache = store.local().layout().compilers_dir();
-        let inode_cache = InodeCache::unless_off(&store, &settings);
         Ok(Opened::Cache(Box::new(Exec {
             args,
             request,
-            store,
-            digest_cache,
-            direct: !settings.no_direct,
-            inode_cache,
+            cache: OpenCache::new(store, &settings),
             run_id: OnceCell::new(),
         })))
     }
@@ -171,7 +183,7 @@ impl<'a> Exec<'a> {
             raw_digest,
             &self.args.canon,
             self.args.module_name.as_deref(),
-            &self.digest_cache,
+            &self.cache.digest_cache,
         )
     }
 
@@ -188,11 +200,14 @@ impl<'a> Exec<'a> {
             *read = Some(whole);
             digest
         } else {
-            input::digest_file(&self.args.input, self.inode_cache.as_ref())?
+            input::digest_file(&self.args.input, self.cache.inode_cache.as_ref())?
         };
         let manifest = self.manifest(&digest)?;
         let at = |record: &KeyRecord| self.at(record);
-        Ok(mck_exec::run_direct(&self.store, &self.request, &manifest, at)?.map(finished_code))
+        Ok(
+            mck_exec::run_direct(&self.cache.store, &self.request, &manifest, at)?
+                .map(finished_code),
+        )
     }
 }
 

@@ -100,7 +100,9 @@ fn serve(log_level: Option<LogLevel>, args: &crate::exec::Args) -> Outcome {
     };
     let exec = match Exec::open(args) {
         // Direct mode is off in the settings: nothing to serve here.
-        Ok(Opened::Cache(exec)) if !exec.direct => return Outcome::HandOver { missed: false },
+        Ok(Opened::Cache(exec)) if !exec.cache.direct => {
+            return Outcome::HandOver { missed: false };
+        }
         Ok(Opened::Cache(exec)) => exec,
         Ok(Opened::Uncached(code)) => return finished(Ok(code)),
         Err(e) => return finished(Err(e)),
@@ -147,7 +149,11 @@ fn serve_wrap(
     let log = logging::init_buffered(log_level.or_else(|| logging::flags_level(None)));
     input::set_max_size(None);
     let wrap = match crate::wrap::prepare(command, cache, env) {
-        Ok(Prepared::Cache(wrap)) if wrap.direct && !input::is_stream(&wrap.request.input) => wrap,
+        Ok(Prepared::Cache(wrap))
+            if wrap.cache.direct && !input::is_stream(&wrap.request.input) =>
+        {
+            wrap
+        }
         _ => return Outcome::HandOver { missed: false },
     };
     let opened = log.position();

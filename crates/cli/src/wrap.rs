@@ -6,14 +6,12 @@
 use crate::bypass::CacheOpen;
 use crate::compilers;
 use crate::error::CliError;
-use crate::exec::{finished_code, manifest_key};
+use crate::exec::{OpenCache, finished_code, manifest_key};
 use crate::flags::{CanonFlags, InputFormat, KernelArg};
-use crate::inode_cache::InodeCache;
 use crate::input;
 use crate::settings::CacheOptions;
 use anyhow::anyhow;
 use mck_exec::ExecRequest;
-use mck_remote::Tiered;
 use mck_store::CacheKey;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
@@ -60,13 +58,7 @@ pub struct Wrap {
     /// The compiler's name as invoked (`mlir-opt`), for messages.
     pub name: String,
     pub request: ExecRequest,
-    pub store: Tiered,
-    /// Where compiler digests are remembered (the cache's `compilers/`).
-    pub digest_cache: PathBuf,
-    /// Direct mode is on (not the `no_direct` setting).
-    pub direct: bool,
-    /// Where direct mode remembers input digests (`None`: the `no_inode_cache` setting).
-    pub inode_cache: Option<InodeCache>,
+    pub cache: OpenCache,
 }
 
 /// What [`prepare`] found.
@@ -131,15 +123,10 @@ pub fn prepare(
         compiler_check: Default::default(),
         verify_hits: settings.verify_hits,
     };
-    let digest_cache = store.local().layout().compilers_dir();
-    let inode_cache = InodeCache::unless_off(&store, &settings);
     Ok(Prepared::Cache(Box::new(Wrap {
         name,
         request,
-        store,
-        digest_cache,
-        inode_cache,
-        direct: !settings.no_direct,
+        cache: OpenCache::new(store, &settings),
     })))
 }
 
@@ -150,7 +137,13 @@ impl Wrap {
         canon: &CanonFlags,
         raw_digest: &[u8; 32],
     ) -> Result<CacheKey, CliError> {
-        manifest_key(&self.request, raw_digest, canon, None, &self.digest_cache)
+        manifest_key(
+            &self.request,
+            raw_digest,
+            canon,
+            None,
+            &self.cache.digest_cache,
+        )
     }
 
     /// A direct-mode hit, served (`None`: the module must be canonicalized; an input that can
@@ -161,9 +154,9 @@ impl Wrap {
         }
         let manifest = self.manifest(
             canon,
-            &input::digest_file(&self.request.input, self.inode_cache.as_ref())?,
+            &input::digest_file(&self.request.input, self.cache.inode_cache.as_ref())?,
         )?;
-        let finished = mck_exec::run_direct(&self.store, &self.request, &manifest, |_| {
+        let finished = mck_exec::run_direct(&self.cache.store, &self.request, &manifest, |_| {
             Ok::<_, CliError>(None)
         })?;
         Ok(finished.map(finished_code))

@@ -92,12 +92,7 @@ impl Fingerprint {
     /// one line each, with what to do about it where there is something.
     pub fn differences(&self, stored: &Fingerprint) -> Vec<String> {
         let mut lines = Vec::new();
-        for (name, change) in changes(&stored.env, &self.env) {
-            let how = match change {
-                Change::Different => "set differently",
-                Change::Appeared => "set now, unset when the entry was stored,",
-                Change::Vanished => "unset now, set when the entry was stored,",
-            };
+        for (name, how) in changes(&stored.env, &self.env, ENV_CHANGES) {
             lines.push(format!(
                 "{name}: {how} and not in the key; add `--env {name}`"
             ));
@@ -120,12 +115,7 @@ impl Fingerprint {
                 short(self.compiler_sha256.as_deref()),
             ));
         }
-        for (file, change) in changes(&stored.files, &self.files) {
-            let how = match change {
-                Change::Different => "its contents changed",
-                Change::Appeared => "it exists now, not when the entry was stored",
-                Change::Vanished => "it is gone now",
-            };
+        for (file, how) in changes(&stored.files, &self.files, FILE_CHANGES) {
             lines.push(format!(
                 "{file}: {how}; the key holds its name, not its contents (pass a digest of it with --custom-hook)"
             ));
@@ -134,27 +124,36 @@ impl Fingerprint {
     }
 }
 
-/// How a recorded name's value moved between two fingerprints.
-enum Change {
-    Different,
-    Appeared,
-    Vanished,
-}
+/// How an environment variable changed, in the words [`changes`] takes.
+const ENV_CHANGES: [&str; 3] = [
+    "set differently",
+    "set now, unset when the entry was stored,",
+    "unset now, set when the entry was stored,",
+];
 
-/// The names whose values differ between `then` and `now`, in name order.
+/// How a file named on the command line changed, in the words [`changes`] takes.
+const FILE_CHANGES: [&str; 3] = [
+    "its contents changed",
+    "it exists now, not when the entry was stored",
+    "it is gone now",
+];
+
+/// The names whose values differ between `then` and `now`, in name order, each with the word
+/// for how: `[set differently, there only now, there only then]`.
 fn changes<'a, V: PartialEq>(
     then: &'a BTreeMap<String, V>,
     now: &'a BTreeMap<String, V>,
-) -> Vec<(&'a str, Change)> {
+    [different, appeared, vanished]: [&'static str; 3],
+) -> Vec<(&'a str, &'static str)> {
     let names: std::collections::BTreeSet<&String> = then.keys().chain(now.keys()).collect();
     names
         .into_iter()
         .filter_map(|name| {
             let change = match (then.get(name), now.get(name)) {
                 (Some(a), Some(b)) if a == b => return None,
-                (Some(_), Some(_)) => Change::Different,
-                (None, Some(_)) => Change::Appeared,
-                (Some(_), None) => Change::Vanished,
+                (Some(_), Some(_)) => different,
+                (None, Some(_)) => appeared,
+                (Some(_), None) => vanished,
                 (None, None) => return None,
             };
             Some((name.as_str(), change))

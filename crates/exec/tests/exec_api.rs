@@ -65,6 +65,13 @@ impl Setup {
         }
     }
 
+    /// A request compiling `NAME.mlir`, written with `text`, to `NAME.out`.
+    fn request_for(&self, name: &str, text: &str) -> ExecRequest {
+        let input = self.path(&format!("{name}.mlir"));
+        std::fs::write(&input, text).unwrap();
+        self.request(&input, &self.path(&format!("{name}.out")), &[])
+    }
+
     /// Keys `request` for the canonical bytes `module` and runs it through the cache.
     fn exec(&self, request: &ExecRequest, module: &[u8], at: Option<AtAddress>) -> Finished {
         let record = exec_key(
@@ -88,12 +95,7 @@ fn status(finished: &Finished) -> (i32, &Served) {
 #[test]
 fn compiles_once_then_restores_the_output_from_any_path() {
     let s = Setup::new();
-    std::fs::write(s.path("a.mlir"), "module A").unwrap();
-    let first = s.exec(
-        &s.request(&s.path("a.mlir"), &s.path("a.out"), &[]),
-        b"A",
-        None,
-    );
+    let first = s.exec(&s.request_for("a", "module A"), b"A", None);
     assert!(matches!(status(&first), (0, Served::Fresh(Compiled::Success(b))) if b == b"module A"));
     assert_eq!(s.runs(), 1);
 
@@ -116,8 +118,7 @@ fn compiles_once_then_restores_the_output_from_any_path() {
 #[test]
 fn a_failure_is_remembered_with_its_status() {
     let s = Setup::new();
-    std::fs::write(s.path("bad.mlir"), "fail").unwrap();
-    let request = s.request(&s.path("bad.mlir"), &s.path("bad.out"), &[]);
+    let request = s.request_for("bad", "fail");
     let first = s.exec(&request, b"bad", None);
     assert!(matches!(
         status(&first),
@@ -133,8 +134,7 @@ fn a_failure_is_remembered_with_its_status() {
 #[test]
 fn another_program_at_an_address_is_a_conflict() {
     let s = Setup::new();
-    std::fs::write(s.path("a.mlir"), "module A").unwrap();
-    let request = s.request(&s.path("a.mlir"), &s.path("a.out"), &[]);
+    let request = s.request_for("a", "module A");
     let at = |run: &str| AtAddress {
         address: Address::parse("train-v1/step").unwrap(),
         run: run.into(),

@@ -122,6 +122,29 @@ fn hex_of(n: u32) -> String {
     format!("{n:08x}")
 }
 
+/// Prints a Markdown table of the labelled times (`rounds` says how they were taken): best and
+/// median, and the best as a ratio of the first row's (`first` names it).
+fn print_table<'a>(
+    rounds: &str,
+    first: &str,
+    rows: impl Iterator<Item = (&'a str, &'a mut Vec<Duration>)>,
+) {
+    println!(
+        "| {} value, {rounds} | wall | ÷ {first} (best) |",
+        size_label()
+    );
+    println!("|---|---|---|");
+    let mut first_best = None;
+    for (label, t) in rows {
+        let (best, median) = best_and_median(t);
+        let first_best = *first_best.get_or_insert(best);
+        println!(
+            "| {label} | {best:.3} / {median:.3} ms | {:.2}x |",
+            best / first_best
+        );
+    }
+}
+
 fn best_and_median(times: &mut [Duration]) -> (f64, f64) {
     times.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
@@ -231,24 +254,16 @@ fn chain(redis_url: &str, s3: &str, rounds: usize) -> Result<(), String> {
         let other = tiered_at(&work.path().join(format!("other-{round}")), &chain, true)?;
         timed(&mut times[3], &other)?;
     }
-    let local_best = best_and_median(&mut times[0]).0;
     println!(
         "\n{} → {}\n",
         mck_remote::redact(redis_url),
         mck_remote::redact(s3)
     );
-    println!(
-        "| {} value, best / median of {rounds} | wall | ÷ the local hit (best) |",
-        size_label()
+    print_table(
+        &format!("best / median of {rounds}"),
+        "the local hit",
+        labels.into_iter().zip(&mut times),
     );
-    println!("|---|---|---|");
-    for (label, t) in labels.iter().zip(times.iter_mut()) {
-        let (best, median) = best_and_median(t);
-        println!(
-            "| {label} | {best:.3} / {median:.3} ms | {:.2}x |",
-            best / local_best
-        );
-    }
     Ok(())
 }
 
@@ -320,21 +335,12 @@ fn measure(url: &str, rounds: usize, variants: &[Variant]) -> Result<(), String>
             std::hint::black_box(bytes);
         }
     }
-    let floor_best = best_and_median(&mut times[0]).0;
     println!("\n{}\n", mck_remote::redact(url));
-    println!(
-        "| {} value, best / median of {rounds} interleaved | wall | ÷ the first row (best) |",
-        size_label()
+    print_table(
+        &format!("best / median of {rounds} interleaved"),
+        "the first row",
+        variants.iter().map(|v| v.label()).zip(&mut times),
     );
-    println!("|---|---|---|");
-    for (variant, t) in variants.iter().zip(times.iter_mut()) {
-        let (best, median) = best_and_median(t);
-        println!(
-            "| {} | {best:.3} / {median:.3} ms | {:.2}x |",
-            variant.label(),
-            best / floor_best
-        );
-    }
     Ok(())
 }
 

@@ -106,6 +106,30 @@ fn path_of(key: &CacheKey) -> String {
     path
 }
 
+/// A remote holding `artefact(seed, len)` under `key(c)`, put from a writer in the directory.
+fn stored(c: char, seed: u8, len: usize) -> (tempfile::TempDir, CacheKey, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let k = key(c);
+    let bytes = artefact(seed, len);
+    put(dir.path(), &k, &bytes);
+    (dir, k, bytes)
+}
+
+/// The local store in `dir`, on its own.
+fn local(dir: std::path::PathBuf) -> Store {
+    Store::open(&Settings {
+        cache_dir: dir,
+        ..Settings::default()
+    })
+    .unwrap()
+}
+
+/// The reader's remote hits and corrupt values.
+fn hits_and_corrupt(reader: &Tiered) -> (u64, u64) {
+    let stats = reader.stats().unwrap().remote;
+    (stats.remote_hits, stats.remote_corrupt)
+}
+
 fn hit(lookup: Lookup) -> Vec<u8> {
     match lookup {
         Lookup::Hit(a) => a.bytes.to_vec(),
@@ -115,33 +139,21 @@ fn hit(lookup: Lookup) -> Vec<u8> {
 
 #[test]
 fn a_value_in_many_parts_is_served_whole_and_its_backfill_lands_before_drop_returns() {
-    let dir = tempfile::tempdir().unwrap();
-    let k = key('a');
-    let bytes = artefact(1, 100_000);
-    put(dir.path(), &k, &bytes);
+    let (dir, k, bytes) = stored('a', 1, 100_000);
     assert!(object(&path_of(&k)).unwrap().len() > 50 * PART);
 
     let reader_dir = dir.path().join("reader");
     let reader = tiered(&reader_dir);
     assert_eq!(hit(reader.get(&k).unwrap()), bytes);
-    let stats = reader.stats().unwrap().remote;
-    assert_eq!((stats.remote_hits, stats.remote_corrupt), (1, 0));
+    assert_eq!(hits_and_corrupt(&reader), (1, 0));
     drop(reader);
     // Dropping joined the back-fill: the local store alone has the entry now.
-    let local = Store::open(&Settings {
-        cache_dir: reader_dir,
-        ..Settings::default()
-    })
-    .unwrap();
-    assert_eq!(hit(local.get(&k).unwrap()), bytes);
+    assert_eq!(hit(local(reader_dir).get(&k).unwrap()), bytes);
 }
 
 #[test]
 fn a_second_lookup_in_the_same_process_waits_for_the_backfill_and_hits_locally() {
-    let dir = tempfile::tempdir().unwrap();
-    let k = key('b');
-    let bytes = artefact(2, 30_000);
-    put(dir.path(), &k, &bytes);
+    let (dir, k, bytes) = stored('b', 2, 30_000);
     let reader = tiered(&dir.path().join("reader"));
     assert_eq!(hit(reader.get(&k).unwrap()), bytes);
     let path = path_of(&k);
@@ -172,18 +184,14 @@ fn a_value_replaced_between_two_parts_is_read_again_whole() {
 
     let reader = tiered(&dir.path().join("reader"));
     assert_eq!(hit(reader.get(&k).unwrap()), newer);
-    let stats = reader.stats().unwrap().remote;
-    assert_eq!((stats.remote_hits, stats.remote_corrupt), (1, 0));
+    assert_eq!(hits_and_corrupt(&reader), (1, 0));
 }
 
 /// A flipped byte anywhere in the payload is refused (read in parts, then whole), counted
 /// once, and nothing reaches the local store.
 #[test]
 fn a_damaged_value_read_in_parts_is_refused_and_never_copied() {
-    let dir = tempfile::tempdir().unwrap();
-    let k = key('d');
-    let bytes = artefact(5, 20_000);
-    put(dir.path(), &k, &bytes);
+    let (dir, k, _) = stored('d', 5, 20_000);
     let path = path_of(&k);
     for at in [0usize, 10, 5_000, 19_999] {
         let mut value = object(&path).unwrap();
@@ -193,23 +201,8 @@ fn a_damaged_value_read_in_parts_is_refused_and_never_copied() {
         let reader_dir = dir.path().join(format!("reader-{at}"));
         let reader = tiered(&reader_dir);
         assert!(matches!(reader.get(&k).unwrap(), Lookup::Miss), "byte {at}");
-        let stats = reader.stats().unwrap().remote;
-        assert_eq!(
-            (stats.remote_hits, stats.remote_corrupt),
-            (0, 1),
-            "byte {at}"
-        );
+        assert_eq!(hits_and_corrupt(&reader), (0, 1), "byte {at}");
         drop(reader);
-        assert_eq!(
-            Store::open(&Settings {
-                cache_dir: reader_dir,
-                ..Settings::default()
-            })
-            .unwrap()
-            .stats()
-            .unwrap()
-            .entries,
-            0
-        );
+        assert_eq!(local(reader_dir).stats().unwrap().entries, 0);
     }
 }

@@ -296,17 +296,12 @@ impl Registry {
 
     /// The live compiles in progress, by address (marks of dead processes are dropped).
     pub fn running(&self) -> Result<Vec<RunningEntry>> {
-        let rows: Vec<RunningEntry> = {
-            let mut stmt = self
-                .conn
-                .prepare(&format!("{SELECT_RUNNING} ORDER BY address"))
-                .map_err(self.error("list running compiles"))?;
-            let rows = stmt
-                .query_map([], row_to_running)
-                .map_err(self.error("list running compiles"))?;
-            rows.collect::<rusqlite::Result<_>>()
-                .map_err(self.error("list running compiles"))?
-        };
+        let rows = self.select_all(
+            "list running compiles",
+            &format!("{SELECT_RUNNING} ORDER BY address"),
+            [],
+            row_to_running,
+        )?;
         Ok(rows.into_iter().filter(is_alive).collect())
     }
 
@@ -342,6 +337,20 @@ impl Registry {
             insert_run_line(conn, run, entry)?;
             Ok(())
         })
+    }
+
+    /// Every row `sql` selects with `params`, each read by `row`; `op` names it in errors.
+    fn select_all<T>(
+        &self,
+        op: &'static str,
+        sql: &str,
+        params: impl rusqlite::Params,
+        row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut stmt = self.conn.prepare(sql).map_err(self.error(op))?;
+        let rows = stmt.query_map(params, row).map_err(self.error(op))?;
+        rows.collect::<rusqlite::Result<_>>()
+            .map_err(self.error(op))
     }
 
     /// Runs `f` inside `BEGIN IMMEDIATE … COMMIT` (rolled back on error).
@@ -380,15 +389,12 @@ impl Registry {
 
     /// Every address, sorted; callers filter with an `AddressPattern`.
     pub fn addresses(&self) -> Result<Vec<AddressEntry>> {
-        let mut stmt = self
-            .conn
-            .prepare(&format!("{SELECT_ADDRESS} ORDER BY address"))
-            .map_err(self.error("list addresses"))?;
-        let rows = stmt
-            .query_map([], row_to_address)
-            .map_err(self.error("list addresses"))?;
-        rows.collect::<rusqlite::Result<_>>()
-            .map_err(self.error("list addresses"))
+        self.select_all(
+            "list addresses",
+            &format!("{SELECT_ADDRESS} ORDER BY address"),
+            [],
+            row_to_address,
+        )
     }
 
     pub fn remove_address(&self, address: &str) -> Result<bool> {
@@ -412,18 +418,15 @@ impl Registry {
     }
 
     pub fn runs(&self) -> Result<Vec<RunSummary>> {
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT r.run, r.created_ms, count(e.address),
-                        count(CASE e.state WHEN 'failed' THEN 1 END),
-                        count(CASE e.state WHEN 'conflict' THEN 1 END), r.sealed_ms
-                 FROM runs r LEFT JOIN run_lines e ON e.run = r.run
-                 GROUP BY r.run ORDER BY r.created_ms, r.run",
-            )
-            .map_err(self.error("list runs"))?;
-        let rows = stmt
-            .query_map([], |r| {
+        self.select_all(
+            "list runs",
+            "SELECT r.run, r.created_ms, count(e.address),
+                    count(CASE e.state WHEN 'failed' THEN 1 END),
+                    count(CASE e.state WHEN 'conflict' THEN 1 END), r.sealed_ms
+             FROM runs r LEFT JOIN run_lines e ON e.run = r.run
+             GROUP BY r.run ORDER BY r.created_ms, r.run",
+            [],
+            |r| {
                 Ok(RunSummary {
                     run: r.get(0)?,
                     created_ms: r.get(1)?,
@@ -432,10 +435,8 @@ impl Registry {
                     conflicts: r.get::<_, i64>(4)?.max(0) as u64,
                     sealed_ms: r.get(5)?,
                 })
-            })
-            .map_err(self.error("list runs"))?;
-        rows.collect::<rusqlite::Result<_>>()
-            .map_err(self.error("list runs"))
+            },
+        )
     }
 
     /// A run's record, or `None` if there is no such run.
@@ -448,15 +449,12 @@ impl Registry {
         if exists.is_none() {
             return Ok(None);
         }
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT address, key, digest, state, time_ms, conflict_with FROM run_lines
-                 WHERE run = ?1 ORDER BY id",
-            )
-            .map_err(self.error("read a run"))?;
-        let rows = stmt
-            .query_map([run], |r| {
+        self.select_all(
+            "read a run",
+            "SELECT address, key, digest, state, time_ms, conflict_with FROM run_lines
+             WHERE run = ?1 ORDER BY id",
+            [run],
+            |r| {
                 Ok(RunEntry {
                     address: r.get(0)?,
                     key: r.get(1)?,
@@ -465,11 +463,9 @@ impl Registry {
                     time_ms: r.get(4)?,
                     conflict_with: r.get(5)?,
                 })
-            })
-            .map_err(self.error("read a run"))?;
-        rows.collect::<rusqlite::Result<_>>()
-            .map(Some)
-            .map_err(self.error("read a run"))
+            },
+        )
+        .map(Some)
     }
 
     /// Adds a whole run (from `runs import`). Refuses to change an existing

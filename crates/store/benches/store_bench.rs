@@ -140,6 +140,16 @@ impl Cache {
     }
 }
 
+/// Lists the 100 first entries by `sort`.
+fn list_100(c: &mut Cache, sort: SortBy) {
+    let f = ListFilter {
+        sort,
+        limit: Some(100),
+        ..Default::default()
+    };
+    black_box(c.store.list(&f).expect("list").len());
+}
+
 type Op = (&'static str, u64, fn(&mut Cache));
 
 fn ops(per_batch: u64) -> Vec<Op> {
@@ -176,20 +186,10 @@ fn ops(per_batch: u64) -> Vec<Op> {
             black_box(c.store.summary_of(k.digest()).expect("row").is_some());
         }),
         ("list 100 by last use", per_batch / 4, |c| {
-            let f = ListFilter {
-                sort: SortBy::LastUsed,
-                limit: Some(100),
-                ..Default::default()
-            };
-            black_box(c.store.list(&f).expect("list").len());
+            list_100(c, SortBy::LastUsed)
         }),
         ("list 100 by name", per_batch / 4, |c| {
-            let f = ListFilter {
-                sort: SortBy::Name,
-                limit: Some(100),
-                ..Default::default()
-            };
-            black_box(c.store.list(&f).expect("list").len());
+            list_100(c, SortBy::Name)
         }),
         ("stats", per_batch * 2, |c| {
             black_box(c.store.stats().expect("stats"));

@@ -769,15 +769,15 @@ mod tests {
         }
     }
 
+    /// The index `i.sqlite` in `dir`, its counters beside it; whether it was populated.
+    fn open_in(dir: &Path) -> (Index, bool) {
+        Index::open(&dir.join("i.sqlite"), &counter_files(dir), 0o600).unwrap()
+    }
+
     #[test]
     fn triggers_keep_totals() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut ix, populated) = Index::open(
-            &dir.path().join("i.sqlite"),
-            &counter_files(dir.path()),
-            0o600,
-        )
-        .unwrap();
+        let (mut ix, populated) = open_in(dir.path());
         assert!(!populated);
         ix.upsert(&row('a', 10, 1), &[]).unwrap();
         ix.upsert(&row('b', 20, 2), &[]).unwrap();
@@ -795,12 +795,7 @@ mod tests {
     #[test]
     fn evict_step_respects_ttl_boundary_and_order() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut ix, _) = Index::open(
-            &dir.path().join("i.sqlite"),
-            &counter_files(dir.path()),
-            0o600,
-        )
-        .unwrap();
+        let (mut ix, _) = open_in(dir.path());
         ix.upsert(&row('a', 10, 30), &[]).unwrap();
         ix.upsert(&row('b', 10, 10), &[]).unwrap();
         ix.upsert(&row('c', 10, 20), &[]).unwrap();

@@ -164,39 +164,34 @@ pub fn remove_if_unlocked(path: &Path, mode: u32) -> Result<bool, StoreError> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn second_acquirer_times_out_then_succeeds_after_release() {
+    /// The test lock at `path`, when taken within `timeout`.
+    fn take(path: &Path, timeout: Duration) -> Option<CompileGuard> {
+        acquire(path, "test lock", 0o600, timeout).unwrap()
+    }
+
+    /// A directory holding the test lock `k.lock`, its path, and its guard.
+    fn held() -> (tempfile::TempDir, PathBuf, CompileGuard) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("k.lock");
-        let g = acquire(&path, "test lock", 0o600, Duration::ZERO)
-            .unwrap()
-            .unwrap();
+        let guard = take(&path, Duration::ZERO).expect("the lock is free");
+        (dir, path, guard)
+    }
+
+    #[test]
+    fn second_acquirer_times_out_then_succeeds_after_release() {
+        let (_dir, path, g) = held();
         let t = Instant::now();
-        assert!(
-            acquire(&path, "test lock", 0o600, Duration::from_millis(100))
-                .unwrap()
-                .is_none()
-        );
+        assert!(take(&path, Duration::from_millis(100)).is_none());
         assert!(t.elapsed() >= Duration::from_millis(100));
         drop(g);
         assert!(!path.exists(), "released lock file is removed");
-        let g2 = acquire(&path, "test lock", 0o600, Duration::ZERO).unwrap();
-        assert!(g2.is_some());
+        assert!(take(&path, Duration::ZERO).is_some());
     }
 
     #[test]
     fn waiter_gets_the_lock_when_the_holder_releases() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("k.lock");
-        let g = acquire(&path, "test lock", 0o600, Duration::ZERO)
-            .unwrap()
-            .unwrap();
-        let p2 = path.clone();
-        let waiter = thread::spawn(move || {
-            acquire(&p2, "test lock", 0o600, Duration::from_secs(10))
-                .unwrap()
-                .is_some()
-        });
+        let (_dir, path, g) = held();
+        let waiter = thread::spawn(move || take(&path, Duration::from_secs(10)).is_some());
         thread::sleep(Duration::from_millis(50));
         drop(g);
         assert!(waiter.join().unwrap());

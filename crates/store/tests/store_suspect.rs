@@ -2,17 +2,27 @@
 //! kept on disk, never served by any read path, lifted by a put of another payload.
 
 use crate::common::{fresh, key};
-use mck_store::{AuditCounts, AuditOutcome, ListFilter, Lookup, MAX_SUSPECT_REASON_LEN, Streamed};
+use mck_store::{
+    AuditCounts, AuditOutcome, CacheKey, ListFilter, Lookup, MAX_SUSPECT_REASON_LEN, Store,
+    Streamed,
+};
 use serde_json::json;
+
+/// A fresh store holding `payload` under `k`, marked suspect for `reason`.
+fn marked(k: CacheKey, payload: &[u8], reason: &str) -> (tempfile::TempDir, Store, CacheKey) {
+    let (dir, _c, store) = fresh();
+    store.put(&k, payload, &json!({})).unwrap();
+    store.mark_suspect(&k, reason).unwrap();
+    (dir, store, k)
+}
 
 #[test]
 fn a_suspect_entry_is_kept_but_never_served() {
-    let (dir, _c, store) = fresh();
-    let k = key("jit_f", "a");
-    store.put(&k, b"stale artefact", &json!({})).unwrap();
-    store
-        .mark_suspect(&k, "MODEL_SCALE: set differently")
-        .unwrap();
+    let (dir, store, k) = marked(
+        key("jit_f", "a"),
+        b"stale artefact",
+        "MODEL_SCALE: set differently",
+    );
 
     let entry = store.layout().entry_path(k.digest());
     assert!(entry.exists(), "the entry stays for inspection");
@@ -44,12 +54,8 @@ fn a_suspect_entry_is_kept_but_never_served() {
 
 #[test]
 fn a_marker_is_bounded_and_gc_drops_it_with_its_entry() {
-    let (_dir, _c, store) = fresh();
-    let k = key("jit_g", "b");
-    store.put(&k, b"artefact", &json!({})).unwrap();
-    store
-        .mark_suspect(&k, &"é".repeat(MAX_SUSPECT_REASON_LEN))
-        .unwrap();
+    let reason = "é".repeat(MAX_SUSPECT_REASON_LEN);
+    let (_dir, store, k) = marked(key("jit_g", "b"), b"artefact", &reason);
     let reason = store.suspect(&k).unwrap().unwrap().reason;
     assert!(reason.len() <= MAX_SUSPECT_REASON_LEN + '…'.len_utf8());
     assert_eq!(

@@ -8,10 +8,7 @@ use mck_bytecode::{StripOutput, strip_locations};
 
 /// The stripped output, or `None` for Unchanged / Err.
 fn output(payload: &[u8]) -> Option<Vec<u8>> {
-    match strip_locations(payload).ok()?.output {
-        StripOutput::Stripped(b) => Some(b),
-        StripOutput::Unchanged { .. } => None,
-    }
+    strip_locations(payload).ok()?.output.stripped()
 }
 
 /// Replaces the first occurrence of `from` by `to` (same length).

@@ -16,10 +16,7 @@ const WITH_LOCATIONS: [&str; 4] = [
 ];
 
 fn output(payload: &[u8]) -> Option<Vec<u8>> {
-    match strip_locations(payload).ok()?.output {
-        StripOutput::Stripped(b) => Some(b),
-        StripOutput::Unchanged { .. } => None,
-    }
+    strip_locations(payload).ok()?.output.stripped()
 }
 
 /// A value whose shortest varint encoding is `len` bytes long, from `seed`.

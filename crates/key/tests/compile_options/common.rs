@@ -25,6 +25,11 @@ pub fn data(file: &str) -> Vec<u8> {
     std::fs::read(data_path(file)).unwrap_or_else(|e| panic!("reading {file}: {e}"))
 }
 
+/// The first `n` of the normalization's `changes`, as the notes say them.
+pub fn first_notes(changes: &[impl ToString], n: usize) -> Vec<String> {
+    changes.iter().take(n).map(ToString::to_string).collect()
+}
+
 pub fn input(name: &str) -> Vec<u8> {
     data(&format!("parity/{name}/compile_options.pb"))
 }

@@ -55,12 +55,7 @@ fn vector_05_reports_every_reset_field() {
     )
     .unwrap();
     assert_eq!(got.changes.len(), 20);
-    let first: Vec<String> = got
-        .changes
-        .iter()
-        .take(3)
-        .map(ToString::to_string)
-        .collect();
+    let first = common::first_notes(&got.changes, 3);
     assert_eq!(
         first,
         [

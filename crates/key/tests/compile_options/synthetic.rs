@@ -37,12 +37,7 @@ fn absent_reset_fields_become_present_with_zero_values() {
 fn empty_input_gets_build_and_debug_options_and_says_so() {
     let got = normalize(&[], &CPU).unwrap();
     assert_eq!(got.bytes, lf(3, &lf(3, &debug_with(&[]))));
-    let notes: Vec<String> = got
-        .changes
-        .iter()
-        .take(2)
-        .map(ToString::to_string)
-        .collect();
+    let notes = common::first_notes(&got.changes, 2);
     assert!(notes[0].starts_with("executable_build_options: (absent) → {} (absent in the input;"));
     assert!(notes[1].starts_with("executable_build_options.debug_options: (absent) → {} ("));
 }
