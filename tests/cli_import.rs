@@ -47,17 +47,9 @@ impl Fixture {
         }
         let export = f.path("r1.tar");
         success(f.mck("src").args(["runs", "export", "r1"]).arg(&export));
-        let mut archive = tar::Archive::new(std::fs::File::open(&export).expect("open"));
-        let members = archive
-            .entries()
-            .expect("entries")
-            .map(|m| {
-                let mut m = m.expect("member");
-                let name = m.path().expect("path").to_string_lossy().into_owned();
-                let mut bytes = Vec::new();
-                std::io::Read::read_to_end(&mut m, &mut bytes).expect("read");
-                (name, bytes)
-            })
+        let members = members_of(&export)
+            .into_iter()
+            .map(|m| (m.name, m.data))
             .collect();
         Fixture { members, ..f }
     }

@@ -123,11 +123,40 @@ impl Pki {
     }
 }
 
-/// A `redis-server` with TLS only on a free port, its password `PASSWORD`, killed on drop.
-struct TlsRedis {
+/// A server this test started, listening on `port` of 127.0.0.1; killed on drop.
+struct Server {
     port: u16,
     child: Child,
 }
+
+impl Server {
+    /// Waits until `command`'s child listens on `port`.
+    fn listening(command: &mut Command, port: u16) -> Server {
+        let what = command.get_program().to_string_lossy().into_owned();
+        let child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {what} (a Debian package): {e}"));
+        let server = Server { port, child };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "{what} did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A `redis-server` with TLS only on a free port, its password `PASSWORD`.
+struct TlsRedis(Server);
 
 impl TlsRedis {
     fn start(pki: &Pki, client_certificates: bool) -> TlsRedis {
@@ -135,7 +164,8 @@ impl TlsRedis {
         let dir = pki.path(&format!("redis-{port}"));
         std::fs::create_dir(&dir).expect("dir");
         let pem = |name: &str| pki.path(name).display().to_string();
-        let child = Command::new("redis-server")
+        let mut command = Command::new("redis-server");
+        command
             .args([
                 "--port",
                 "0",
@@ -163,31 +193,12 @@ impl TlsRedis {
                 if client_certificates { "yes" } else { "no" },
             ])
             .args(["--requirepass", PASSWORD, "--dir"])
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start redis-server");
-        let server = TlsRedis { port, child };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        server
+            .arg(&dir);
+        TlsRedis(Server::listening(&mut command, port))
     }
 
     fn url(&self) -> String {
-        format!("rediss://127.0.0.1:{}/0/tls", self.port)
-    }
-}
-
-impl Drop for TlsRedis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        format!("rediss://127.0.0.1:{}/0/tls", self.0.port)
     }
 }
 
@@ -286,17 +297,14 @@ fn mutual_tls_without_the_client_certificate_is_refused_and_said() {
 fn plain_redis_to_a_tls_port_costs_a_build_nothing() {
     let pki = Pki::new();
     let server = TlsRedis::start(&pki, false);
-    let plain = Team::new(format!("redis://127.0.0.1:{}/0/tls", server.port));
+    let plain = Team::new(format!("redis://127.0.0.1:{}/0/tls", server.0.port));
     build(&plain, "a", &pki.options("ca.pem", false));
     assert_eq!(plain.runs(), 1);
 }
 
 /// stunnel (Debian's) terminating TLS for 127.0.0.1 in front of a plain HTTP endpoint, with the
 /// server certificate of `pki`; killed on drop.
-struct TlsProxy {
-    port: u16,
-    child: Child,
-}
+struct TlsProxy(Server);
 
 impl TlsProxy {
     fn start(pki: &Pki, plain: &str) -> TlsProxy {
@@ -313,33 +321,14 @@ impl TlsProxy {
             ),
         )
         .expect("stunnel config");
-        let child = Command::new("stunnel4")
-            .arg(&config)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start stunnel4 (Debian's stunnel4 package)");
-        let proxy = TlsProxy { port, child };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "stunnel did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        proxy
+        TlsProxy(Server::listening(
+            Command::new("stunnel4").arg(&config),
+            port,
+        ))
     }
 
     fn endpoint(&self) -> String {
-        format!("https://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for TlsProxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        format!("https://127.0.0.1:{}", self.0.port)
     }
 }
 
