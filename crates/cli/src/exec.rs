@@ -75,7 +75,6 @@ pub struct Args {
     pub command: Vec<OsString>,
 }
 
-/// An exec with its cache open: what both halves of the command line work from.
 /// The open cache and what direct mode uses beside it, as `exec` and `wrap` hold them.
 pub struct OpenCache {
     pub store: Tiered,
@@ -99,6 +98,7 @@ impl OpenCache {
     }
 }
 
+/// An exec with its cache open: what both halves of the command line work from.
 pub struct Exec<'a> {
     pub args: &'a Args,
     pub request: ExecRequest,
