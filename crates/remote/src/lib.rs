@@ -5,7 +5,7 @@
 //! every backend live here; the local store names none of them.
 //!
 //! Files:
-//! - `settings`: the chain's settings as plain values; `tier_url`: a tier's URL, checked by its
+//! - `settings`: the chain's settings as plain values; `credentials`: TLS files and a password; `tier_url`: a tier's URL, checked by its
 //!   backend, and a chain of them; `schemes`: the scheme table that picks the backend;
 //!   `backend`: what a backend is ([`Backend`]) and the URL pieces backends share;
 //! - `tier`: the [`Tier`] trait every backend implements; `backends/`: one file per backend
@@ -27,6 +27,7 @@ mod backfill;
 mod breaker;
 mod chain;
 mod compile;
+mod credentials;
 mod error;
 mod receive;
 mod remote;
@@ -42,12 +43,11 @@ pub use backends::PART_BYTES;
 pub use breaker::{Breaker, marked_down_until, state_file_name};
 pub use chain::{Claim, CompileClaim, Tiered};
 pub use compile::{Compiled, Served};
+pub use credentials::Credentials;
 pub use error::{RemoteError, ServiceError, one_line, show_ms};
 pub use receive::{Digests, Received};
 pub use remote::Remote;
-pub use settings::{
-    Credentials, DEFAULT_LEASE, DEFAULT_RETRY_AFTER, DEFAULT_TIMEOUT, RemoteSettings,
-};
+pub use settings::{DEFAULT_LEASE, DEFAULT_RETRY_AFTER, DEFAULT_TIMEOUT, RemoteSettings};
 pub use stats::{CacheStats, RemoteStats, TierEvent, TierStats, Total};
 pub use tier::{Lease, LeaseAttempt, Tier, TierOptions};
 pub use tier_url::{READ_ONLY_OPTION, RemoteTier, TierUrl, parse_chain, parse_tier, redact};

@@ -1,12 +1,12 @@
 //! The remote tiers' settings (`--remote…` flags, the configuration file's `remote…` keys),
 //! as plain values; `mck-settings` reads them from their sources.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::auth::Secret;
+use crate::credentials::Credentials;
 use crate::tier_url::RemoteTier;
 
 /// Default timeout of one remote operation.
@@ -36,30 +36,6 @@ pub struct RemoteSettings {
     pub secret: Option<Secret>,
     /// How the tiers' servers are reached: TLS files and a password from a file.
     pub credentials: Credentials,
-}
-
-/// What a backend may need to reach its server, from files (never a secret on a command line):
-/// the CA that signed the server's certificate (`None`: the system's roots), a client
-/// certificate and key (mutual TLS), and a password (Redis: with the ACL user of the URL).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Credentials {
-    pub ca_file: Option<PathBuf>,
-    pub cert_file: Option<PathBuf>,
-    pub key_file: Option<PathBuf>,
-    /// Read when the settings are (mode checked like the shared secret's); shown as its path.
-    pub password: Option<Secret>,
-}
-
-impl Credentials {
-    /// The PEM bytes of `file` (`what` names the setting in the error).
-    pub fn read_pem(file: &std::path::Path, what: &str) -> Result<Vec<u8>, String> {
-        let bytes = std::fs::read(file)
-            .map_err(|e| format!("cannot read the {what} {}: {e}", file.display()))?;
-        if !bytes.windows(11).any(|w| w == b"-----BEGIN ") {
-            return Err(format!("the {what} {} holds no PEM block", file.display()));
-        }
-        Ok(bytes)
-    }
 }
 
 fn serialize_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {

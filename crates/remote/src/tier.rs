@@ -12,8 +12,8 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use crate::breaker::Breaker;
+use crate::credentials::Credentials;
 use crate::error::RemoteError;
-use crate::settings::Credentials;
 
 /// A held compile lease: released when dropped (or, if this process dies, when it expires).
 pub trait Lease: Debug + Send {

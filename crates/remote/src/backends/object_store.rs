@@ -22,8 +22,8 @@ use futures::StreamExt as _;
 use opendal::{ErrorKind, HttpTransporter, OperationContext, Operator};
 use opendal_http_transport_reqwest::ReqwestTransport;
 
+use crate::credentials::Credentials;
 use crate::error::RemoteError;
-use crate::settings::Credentials;
 use crate::tier::Tier;
 
 /// Writes get one more second per this many bytes beyond the base timeout.

@@ -30,8 +30,8 @@ use url::Url;
 
 use crate::backend::{Parsed, UrlError, path_segments, percent_decode};
 use crate::breaker::Breaker;
+use crate::credentials::Credentials;
 use crate::error::{RemoteError, one_line};
-use crate::settings::Credentials;
 use crate::tier::{Lease, LeaseAttempt, TierOptions};
 
 /// Default key prefix inside a Redis database.
