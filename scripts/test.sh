@@ -34,6 +34,20 @@ knobs=(
 )
 unset "${knobs[@]}"
 
+# Every line this run prints (stdout and stderr, every test's) is also kept, so that at the end
+# it can be searched for the secrets the tests use: no password, key or shared secret may reach
+# a log line, an error message or `config show`. The fixed ones are listed here (they are in
+# tests/cli_remote_trust.rs, cli_remote.rs, cli_s3.rs, cli_import.rs and cli_remote_tls.rs);
+# Garage's secret key is added once the cluster is up.
+test_secrets=(
+  "hunter2" "correct horse battery staple" "another secret, 16+ bytes" "a long enough team secret"
+  "the team's own shared secret" "another team's shared secret" "tls-test-password-4c1e7"
+)
+run_log=$(mktemp)
+exec 3>&1 4>&2
+exec > >(tee -a "$run_log") 2>&1
+tee_pid=$!
+
 bash scripts/setup.sh
 
 # A Redis server for the remote-tier tests: loopback only, a free port, no
@@ -179,3 +193,17 @@ rm -rf "$fuzz_corpus"
 cmake -S cmake -B target/cmake -G Ninja -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir >/dev/null
 cmake --build target/cmake
 ctest --test-dir target/cmake --output-on-failure --no-tests=error
+
+# The secrets in the run's output (see test_secrets above): the output so far, complete once
+# tee has written it all.
+exec 1>&3 2>&4
+wait "$tee_pid" 2>/dev/null || true
+test_secrets+=("$MCK_TEST_S3_SECRET_ACCESS_KEY")
+for secret in "${test_secrets[@]}"; do
+  if grep -qF -- "$secret" "$run_log"; then
+    echo "test: a secret the tests use appears in their output (line $(grep -nF -- "$secret" "$run_log" | head -1 | cut -d: -f1) of the run's output); no output may show one" >&2
+    exit 1
+  fi
+done
+rm -f "$run_log"
+echo "test: none of the ${#test_secrets[@]} secrets the tests use appears in the run's output" >&2
