@@ -194,11 +194,15 @@ cmake -S cmake -B target/cmake -G Ninja -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/ml
 cmake --build target/cmake
 ctest --test-dir target/cmake --output-on-failure --no-tests=error
 
-# The secrets in the run's output (see test_secrets above): the output so far, complete once
-# tee has written it all.
+# The secrets in the run's output (see test_secrets above). The servers started above write to
+# the same pipe as everything else: stopped first, tee sees the pipe close and finishes writing
+# the log (waited for at most 30 s, so a straggler cannot hang the run).
+s3_secret=$MCK_TEST_S3_SECRET_ACCESS_KEY
+stop_servers
+trap - EXIT
 exec 1>&3 2>&4
-wait "$tee_pid" 2>/dev/null || true
-test_secrets+=("$MCK_TEST_S3_SECRET_ACCESS_KEY")
+for _ in $(seq 300); do kill -0 "$tee_pid" 2>/dev/null || break; sleep 0.1; done
+test_secrets+=("$s3_secret")
 for secret in "${test_secrets[@]}"; do
   if grep -qF -- "$secret" "$run_log"; then
     echo "test: a secret the tests use appears in their output (line $(grep -nF -- "$secret" "$run_log" | head -1 | cut -d: -f1) of the run's output); no output may show one" >&2
