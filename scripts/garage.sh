@@ -14,6 +14,7 @@
 #   MCK_TEST_S3_ENDPOINT MCK_TEST_S3_REGION MCK_TEST_S3_BUCKET
 #   MCK_TEST_S3_ACCESS_KEY_ID MCK_TEST_S3_SECRET_ACCESS_KEY MCK_TEST_GARAGE_DIR
 set -euo pipefail
+. "$(dirname "$0")/nodes.sh"
 
 GARAGE_VERSION=2.5.0
 NODES=3
@@ -108,22 +109,9 @@ EOF
   cat "$dir/env"
 }
 
-stop() {
-  local dir=$1 pidfile pid
-  for pidfile in "$dir"/node*/pid; do
-    [ -e "$pidfile" ] || continue
-    pid=$(cat "$pidfile")
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    rm -f "$pidfile"
-  done
-  rm -f "$dir/env"
-}
-
 case "${1:-}" in
   install) install ;;
   start) [ $# = 2 ] || die "usage: garage.sh start DIR"; start "$2" ;;
-  stop) [ $# = 2 ] || die "usage: garage.sh stop DIR"; stop "$2" ;;
+  stop) [ $# = 2 ] || die "usage: garage.sh stop DIR"; stop_nodes "$2" ;;
   *) die "usage: garage.sh install | start DIR | stop DIR" ;;
 esac

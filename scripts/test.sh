@@ -50,6 +50,14 @@ tee_pid=$!
 
 bash scripts/setup.sh
 
+# The servers this run starts, its own and the tests' (Redis, Redis Cluster nodes, stunnel,
+# Garage, the GCS emulator): none may outlive it. Those running before it are not its own.
+running_servers() {
+  { for name in redis-server stunnel4 garage; do pgrep -x "$name" || true; done
+    pgrep -f gcp-storage-emulator || true; } | sort -u
+}
+servers_before=$(running_servers)
+
 # A Redis server for the remote-tier tests: loopback only, a free port, no
 # persistence, in a temporary directory; stopped on exit however we exit.
 # Tests that kill a server start their own; the others share this one, each
@@ -211,3 +219,19 @@ for secret in "${test_secrets[@]}"; do
 done
 rm -f "$run_log"
 echo "test: none of the ${#test_secrets[@]} secrets the tests use appears in the run's output" >&2
+
+leftover=
+for _ in $(seq 50); do
+  leftover=$(comm -13 <(echo "$servers_before") <(running_servers) | tr '\n' ' ')
+  [ -n "${leftover// }" ] || break
+  sleep 0.1
+done
+if [ -n "${leftover// }" ]; then
+  echo "test: servers the run started are still running:" >&2
+  # shellcheck disable=SC2086
+  ps -o pid=,args= -p "$(echo $leftover | tr ' ' ',')" >&2 || true
+  # shellcheck disable=SC2086
+  kill -9 $leftover 2>/dev/null || true
+  exit 1
+fi
+echo "test: none of the servers the run started is still running" >&2

@@ -14,6 +14,8 @@
 #[path = "remote/redis.rs"]
 mod redis;
 
+#[path = "remote/cluster.rs"]
+mod cluster;
 mod common;
 #[path = "remote/garage.rs"]
 mod garage;
@@ -45,6 +47,7 @@ mod cli_netns;
 mod cli_no_fsync;
 mod cli_remote;
 mod cli_remote_chain;
+mod cli_remote_cluster;
 mod cli_remote_tls;
 mod cli_remote_trust;
 mod cli_s3;

@@ -119,16 +119,8 @@ pub fn shared(test: &str) -> Option<Target> {
 
 /// A test's own server (for tests that kill it); `None` only when skipping was asked for.
 pub fn private(test: &str) -> Option<Target> {
-    if !have_redis_server() {
-        let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
-        if !ci && std::env::var("MCK_TEST_SKIP_REDIS").as_deref() == Ok("1") {
-            eprintln!("SKIPPED {test}: redis-server is not installed (MCK_TEST_SKIP_REDIS=1)");
-            return None;
-        }
-        panic!(
-            "{test}: redis-server is not installed: run scripts/setup.sh (or set \
-             MCK_TEST_SKIP_REDIS=1 to skip the Redis tests, which is then reported)"
-        );
+    if !available(test) {
+        return None;
     }
     let server = RedisServer::start();
     Some(Target {
@@ -137,6 +129,23 @@ pub fn private(test: &str) -> Option<Target> {
         prefix: unique_prefix(test),
         server: Some(server),
     })
+}
+
+/// Whether `redis-server` is installed; false only when skipping was asked for (it says so),
+/// and a failure of `test` otherwise.
+pub fn available(test: &str) -> bool {
+    if have_redis_server() {
+        return true;
+    }
+    let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
+    if !ci && std::env::var("MCK_TEST_SKIP_REDIS").as_deref() == Ok("1") {
+        eprintln!("SKIPPED {test}: redis-server is not installed (MCK_TEST_SKIP_REDIS=1)");
+        return false;
+    }
+    panic!(
+        "{test}: redis-server is not installed: run scripts/setup.sh (or set \
+         MCK_TEST_SKIP_REDIS=1 to skip the Redis tests, which is then reported)"
+    );
 }
 
 fn have_redis_server() -> bool {

@@ -8,33 +8,20 @@
 //! PATH; `TLS_HIT_ROUNDS`, default 21; `REMOTE_HIT_BYTES`, the value's size, default 4 KiB: a
 //! small value shows what the handshake adds). `cargo test --benches` runs one round.
 
+mod support;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use mck_remote::{Credentials, RemoteSettings, Tiered};
-use mck_store::{CacheKey, Lookup, Settings, Store};
+use mck_remote::Credentials;
+use mck_store::CacheKey;
+use support::{RedisChild, free_port, hit, print_pair};
 
-/// The processes and files of the run, gone on drop.
+/// The server and its files (certificates), gone on drop.
 struct Server {
-    child: Child,
-    dir: tempfile::TempDir,
+    redis: RedisChild,
     plain: u16,
     tls: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("cannot find a free port: {e}"))
 }
 
 fn openssl(dir: &Path, args: &[&str]) -> Result<(), String> {
@@ -114,128 +101,51 @@ fn start() -> Result<Server, String> {
     )?;
     let (plain, tls) = (free_port()?, free_port()?);
     let file = |name: &str| dir.path().join(name).display().to_string();
-    let child = Command::new("redis-server")
-        .args(["--bind", "127.0.0.1", "--port", &plain.to_string()])
-        .args([
-            "--tls-port",
-            &tls.to_string(),
-            "--tls-cert-file",
-            &file("server.pem"),
-        ])
-        .args([
-            "--tls-key-file",
-            &file("server.key"),
-            "--tls-ca-cert-file",
-            &file("ca.pem"),
-        ])
-        .args([
-            "--tls-auth-clients",
-            "no",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-        ])
-        .arg(dir.path())
-        .stdout(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start redis-server: {e}"))?;
-    let server = Server {
-        child,
-        dir,
-        plain,
-        tls,
-    };
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(("127.0.0.1", tls)).is_ok() {
-            return Ok(server);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Err("redis-server did not listen".to_owned())
-}
-
-/// A cache at `dir` with the one tier `url`, trusting the run's CA.
-fn cache(dir: &Path, url: &str, ca: &Path) -> Result<Tiered, String> {
-    let settings = Settings {
-        cache_dir: dir.to_owned(),
-        fsync: false,
-        ..Settings::default()
-    };
-    let remote = RemoteSettings {
-        tiers: vec![mck_remote::parse_tier(url).map_err(|e| e.to_string())?],
-        credentials: Credentials {
-            ca_file: Some(ca.to_owned()),
-            ..Credentials::default()
-        },
-        ..RemoteSettings::default()
-    };
-    let store = Store::open(&settings).map_err(|e| e.to_string())?;
-    Ok(Tiered::open(store, &remote))
-}
-
-/// One hit on a fresh directory: the time to the artefact in hand.
-fn hit(work: &Path, url: &str, ca: &Path, key: &CacheKey, len: usize) -> Result<Duration, String> {
-    let dir = tempfile::tempdir_in(work).map_err(|e| e.to_string())?;
-    let tiered = cache(dir.path(), url, ca)?;
-    let start = Instant::now();
-    let found = tiered.get(key).map_err(|e| e.to_string())?;
-    let took = start.elapsed();
-    match found {
-        Lookup::Hit(a) if a.bytes.len() == len => Ok(took),
-        other => Err(format!("{url}: expected a hit, got {other:?}")),
-    }
-}
-
-fn best_and_median(times: &mut [Duration]) -> (f64, f64) {
-    times.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    (ms(times[0]), ms(times[times.len() / 2]))
+    let (plain_port, tls_port) = (plain.to_string(), tls.to_string());
+    let (cert, key, ca) = (file("server.pem"), file("server.key"), file("ca.pem"));
+    let args = [
+        "--port",
+        &plain_port,
+        "--tls-port",
+        &tls_port,
+        "--tls-cert-file",
+        &cert,
+        "--tls-key-file",
+        &key,
+        "--tls-ca-cert-file",
+        &ca,
+        "--tls-auth-clients",
+        "no",
+    ];
+    let redis = RedisChild::start_in(dir, &args, tls)?;
+    Ok(Server { redis, plain, tls })
 }
 
 fn main() -> Result<(), String> {
-    let rounds: usize = if std::env::args().any(|a| a == "--bench") {
-        std::env::var("TLS_HIT_ROUNDS")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(21)
-    } else {
-        1
-    };
+    let rounds = support::rounds("TLS_HIT_ROUNDS", 21);
     let len: usize = std::env::var("REMOTE_HIT_BYTES")
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(4096);
     let server = start()?;
-    let ca = server.dir.path().join("ca.pem");
+    let credentials = Credentials {
+        ca_file: Some(server.redis.dir.path().join("ca.pem")),
+        ..Credentials::default()
+    };
     let plain = format!("redis://127.0.0.1:{}/0/bench", server.plain);
     let tls = format!("rediss://127.0.0.1:{}/0/bench", server.tls);
     let key =
         CacheKey::parse(&format!("jit_tls-{}", "5e".repeat(32))).map_err(|e| e.to_string())?;
-    let value: Vec<u8> = (0..len as u32)
-        .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
-        .collect();
     let work = tempfile::tempdir().map_err(|e| e.to_string())?;
-    cache(&work.path().join("writer"), &plain, &ca)?
-        .put(&key, &value, &serde_json::json!({}))
+    support::cache(&work.path().join("writer"), &plain, &credentials)?
+        .put(&key, &support::value(len), &serde_json::json!({}))
         .map_err(|e| e.to_string())?;
     let (mut over_plain, mut over_tls) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
-        over_plain.push(hit(work.path(), &plain, &ca, &key, len)?);
-        over_tls.push(hit(work.path(), &tls, &ca, &key, len)?);
+        over_plain.push(hit(work.path(), &plain, &credentials, &key, len)?);
+        over_tls.push(hit(work.path(), &tls, &credentials, &key, len)?);
     }
-    let (plain_best, plain_median) = best_and_median(&mut over_plain);
-    let (tls_best, tls_median) = best_and_median(&mut over_tls);
     println!("remote hit of a {len}-byte value, {rounds} interleaved rounds, a new client each");
-    println!("| tier | best (ms) | median (ms) |");
-    println!("|---|---|---|");
-    println!("| redis:// | {plain_best:.3} | {plain_median:.3} |");
-    println!("| rediss:// | {tls_best:.3} | {tls_median:.3} |");
-    println!(
-        "| rediss / redis | {:.2}x | {:.2}x |",
-        tls_best / plain_best,
-        tls_median / plain_median
-    );
+    print_pair(("redis://", &mut over_plain), ("rediss://", &mut over_tls));
     Ok(())
 }

@@ -24,6 +24,10 @@ pub struct Backend {
 /// Sets a tier up for its URL (nothing is contacted yet): a backend's `open`, or a test's own.
 pub type OpenTier = fn(&Url, TierOptions) -> Result<Box<dyn Tier>, RemoteError>;
 
+/// The query option that carries a cluster's seed nodes after the first (`tier_url.rs` moves
+/// them there from the URL's authority).
+pub const NODE_OPTION: &str = "node";
+
 /// Why a URL was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]

@@ -8,6 +8,7 @@ use crate::backends;
 /// Every backend of this build (S3 and GCS are cargo features, on by default).
 const BACKENDS: &[&Backend] = &[
     &backends::redis::BACKEND,
+    &backends::redis::CLUSTER,
     #[cfg(feature = "remote-s3")]
     &backends::buckets::S3,
     #[cfg(feature = "remote-gcs")]

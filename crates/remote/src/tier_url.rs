@@ -6,13 +6,16 @@
 //! A chain holds several tiers ([`RemoteTier`]), fastest first: one `--remote` per tier, or
 //! `[URL, URL, …]` in one value (the configuration file's `remote = [redis://…, s3://…]`);
 //! `read_only=1` in a tier's query (`redis://h:6379/0?read_only=1`) makes that one tier
-//! read-only, and is taken out before the backend sees the URL.
+//! read-only, and is taken out before the backend sees the URL. A cluster's URL lists its seed
+//! nodes in the authority (`redis-cluster://h1:7000,h2:7001/PREFIX`), which a URL's host cannot
+//! hold: the nodes after the first become `node=HOST:PORT` query options ([`seeds_in_query`]).
 
+use std::borrow::Cow;
 use std::fmt;
 
 use url::Url;
 
-use crate::backend::{Backend, Parsed, UrlError};
+use crate::backend::{Backend, NODE_OPTION, Parsed, UrlError};
 use crate::schemes;
 
 /// The query option that makes one tier of a chain read-only.
@@ -29,7 +32,7 @@ pub struct TierUrl {
 impl TierUrl {
     /// Parses `text` and has the backend its scheme names check it (nothing is contacted).
     pub fn parse(text: &str) -> Result<TierUrl, UrlError> {
-        let url = Url::parse(text.trim())
+        let url = Url::parse(&seeds_in_query(text.trim()))
             .map_err(|e| UrlError(format!("not a URL ({e}); expected {}", schemes::forms())))?;
         let backend = schemes::find(url.scheme())?;
         let parsed = (backend.parse)(&url)?;
@@ -131,7 +134,7 @@ impl fmt::Debug for RemoteTier {
 /// One tier: a URL as [`TierUrl::parse`] takes it, with an optional `read_only=1` (or `true`,
 /// `0`, `false`) among its query options.
 pub fn parse_tier(text: &str) -> Result<RemoteTier, UrlError> {
-    let Ok(mut url) = Url::parse(text.trim()) else {
+    let Ok(mut url) = Url::parse(&seeds_in_query(text.trim())) else {
         return TierUrl::parse(text).map(RemoteTier::writable); // the error says why
     };
     let mut read_only = false;
@@ -174,8 +177,8 @@ pub fn parse_chain(text: &str) -> Result<Vec<RemoteTier>, UrlError> {
     let inner = inner
         .strip_suffix(']')
         .ok_or_else(|| UrlError("a list of tiers ends with ]: [URL, URL]".into()))?;
-    let tiers = inner
-        .split(',')
+    let tiers = split_tiers(inner)
+        .into_iter()
         .map(|item| item.trim().trim_matches(|c| c == '"' || c == '\''))
         .filter(|item| !item.is_empty())
         .enumerate()
@@ -185,6 +188,68 @@ pub fn parse_chain(text: &str) -> Result<Vec<RemoteTier>, UrlError> {
         return Err(UrlError("the list of tiers is empty".into()));
     }
     Ok(tiers)
+}
+
+/// The items of a list of tiers: a comma ends one where the next begins with a scheme
+/// (`redis://…`) or a quote, so a cluster's `h1:7000,h2:7001` stays in one item.
+fn split_tiers(inner: &str) -> Vec<&str> {
+    let starts_tier = |rest: &str| {
+        let rest = rest.trim_start();
+        if rest.starts_with(['"', '\'']) {
+            return true;
+        }
+        let Some((scheme, _)) = rest.split_once("://") else {
+            return false;
+        };
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    };
+    let mut items = Vec::new();
+    let mut from = 0;
+    for (comma, _) in inner.match_indices(',') {
+        if starts_tier(&inner[comma + 1..]) {
+            items.push(&inner[from..comma]);
+            from = comma + 1;
+        }
+    }
+    items.push(&inner[from..]);
+    items
+}
+
+/// `text` with the seed nodes after the first in its authority (`h1:7000,h2:7001`) moved to
+/// `node=HOST:PORT` query options; unchanged when it lists one host.
+pub fn seeds_in_query(text: &str) -> Cow<'_, str> {
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return Cow::Borrowed(text);
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let (user, hosts) = match authority.rfind('@') {
+        Some(at) => authority.split_at(at + 1),
+        None => ("", authority),
+    };
+    let Some((first, others)) = hosts.split_once(',') else {
+        return Cow::Borrowed(text);
+    };
+    let (before_fragment, fragment) = match tail.find('#') {
+        Some(hash) => tail.split_at(hash),
+        None => (tail, ""),
+    };
+    let (path, query) = match before_fragment.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (before_fragment, None),
+    };
+    let mut options: Vec<String> = others
+        .split(',')
+        .map(|node| format!("{NODE_OPTION}={node}"))
+        .collect();
+    options.extend(query.filter(|q| !q.is_empty()).map(str::to_owned));
+    Cow::Owned(format!(
+        "{scheme}://{user}{first}{path}?{}{fragment}",
+        options.join("&")
+    ))
 }
 
 /// `text` with any `user:password@` part replaced by `***@`, for messages about a URL that did
@@ -264,5 +329,26 @@ mod tests {
             let e = parse_chain(text).expect_err(text).to_string();
             assert!(e.contains(needle), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn a_cluster_lists_its_seed_nodes() {
+        let t =
+            parse_tier("redis-cluster://:pw@h1:7000,h2:7001,[::1]:7002/team?read_only=1").unwrap();
+        assert!(t.read_only && t.url.leases());
+        assert_eq!(t.url.service(), "redis-cluster");
+        assert_eq!(t.url.prefix(), "team");
+        let shown = "redis-cluster://:***@h1:7000,h2:7001,[::1]:7002/team?read_only=1";
+        assert_eq!(t.to_string(), shown);
+        assert_eq!(
+            seeds_in_query("rediss-cluster://u:p@h1:1,h2:2/x?read_only=1#f"),
+            "rediss-cluster://u:p@h1:1/x?node=h2:2&read_only=1#f"
+        );
+        assert_eq!(seeds_in_query("redis://h:1/0"), "redis://h:1/0");
+        let chain = parse_chain("[redis-cluster://a:1,b:2/p, 'redis://c:3/0', s3://bucket/x]");
+        let shown: Vec<String> = chain.unwrap().iter().map(ToString::to_string).collect();
+        assert_eq!(shown[..2], ["redis-cluster://a:1,b:2/p", "redis://c:3/0"]);
+        let e = parse_tier("redis://a:1,b:2/0").unwrap_err().to_string();
+        assert!(e.contains("no query option \"node\""), "{e}");
     }
 }

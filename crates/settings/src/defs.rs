@@ -367,7 +367,7 @@ pub static SETTINGS: &[Setting] = &[
         name: "remote",
         kind: Kind::Remotes(|s| &mut s.remote.tiers),
         default: "none",
-        doc: "A remote tier shared by hosts: redis://HOST:PORT/DB[/PREFIX] (rediss:// with TLS; or s3://, gcs:// in builds with those features); given more than once (or [URL, URL] in the configuration file), a chain, fastest first; ?read_only=1 makes one tier read-only.",
+        doc: "A remote tier shared by hosts: redis://HOST:PORT/DB[/PREFIX] (rediss:// with TLS), redis-cluster://HOST:PORT,HOST:PORT[/PREFIX] (rediss-cluster:// with TLS; or s3://, gcs:// in builds with those features); given more than once (or [URL, URL] in the configuration file), a chain, fastest first; ?read_only=1 makes one tier read-only.",
         show: |s| show_chain(&s.remote.tiers),
         in_config_file: true,
         command_line: CommandLine::ParsedLater,

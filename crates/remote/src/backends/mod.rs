@@ -7,5 +7,7 @@ pub mod buckets;
 mod object_store;
 pub mod redis;
 mod redis_client;
+mod redis_conn;
+mod redis_target;
 
 pub use redis_client::PART_BYTES;

@@ -20,118 +20,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use redis::{
-    Client, ClientTlsConfig, ConnectionAddr, IntoConnectionInfo, ProtocolVersion,
-    RedisConnectionInfo, TlsCertificates,
-};
+use redis::cluster::{ClusterConnection, cluster_pipe};
 use tracing::{debug, warn};
 
-use url::Url;
-
-use crate::backend::{Parsed, UrlError, path_segments, percent_decode};
+use super::redis_conn::{Conn, Server};
+use super::redis_target::Target;
 use crate::breaker::Breaker;
-use crate::credentials::Credentials;
 use crate::error::{RemoteError, one_line};
 use crate::tier::{Lease, LeaseAttempt, TierOptions};
-
-/// Default key prefix inside a Redis database.
-pub const DEFAULT_PREFIX: &str = "mlir-cache-key";
-/// Redis's port when the URL names none.
-pub const DEFAULT_PORT: u16 = 6379;
-
-/// A Redis server, database and key prefix, as the URL names them.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Target {
-    pub host: String,
-    pub port: u16,
-    pub db: i64,
-    pub username: Option<String>,
-    pub password: Option<String>,
-    /// Keys are `PREFIX/…`; never empty, no leading or trailing `/`.
-    pub prefix: String,
-    /// `rediss://`: TLS, the server's certificate verified.
-    pub tls: bool,
-}
-
-impl Target {
-    pub fn parse(url: &Url) -> Result<Target, UrlError> {
-        let host = match url.host_str() {
-            Some(h) if !h.is_empty() => h.trim_start_matches('[').trim_end_matches(']'),
-            _ => {
-                return Err(UrlError(
-                    "a redis URL needs a host: redis://HOST:PORT/DB (rediss:// with TLS)".into(),
-                ));
-            }
-        };
-        if url.query().is_some() || url.fragment().is_some() {
-            return Err(UrlError(
-                "a redis URL takes no query or fragment: redis://HOST:PORT/DB[/PREFIX]".into(),
-            ));
-        }
-        let mut segments = path_segments(url)?;
-        let db = if segments.is_empty() {
-            0
-        } else {
-            let first = segments.remove(0);
-            first
-                .parse::<i64>()
-                .ok()
-                .filter(|n| (0..=1_000_000).contains(n))
-                .ok_or_else(|| {
-                    UrlError(format!(
-                        "expected a database number after the host (redis://HOST:PORT/DB), got {first:?}"
-                    ))
-                })?
-        };
-        let prefix = if segments.is_empty() {
-            DEFAULT_PREFIX.to_owned()
-        } else {
-            segments.join("/")
-        };
-        let decode = |s: &str| -> Result<String, UrlError> {
-            percent_decode(s)
-                .ok_or_else(|| UrlError("the user name or password is not valid UTF-8".into()))
-        };
-        let username = (!url.username().is_empty())
-            .then(|| decode(url.username()))
-            .transpose()?;
-        let password = url.password().map(decode).transpose()?;
-        Ok(Target {
-            host: host.to_owned(),
-            port: url.port().unwrap_or(DEFAULT_PORT),
-            db,
-            username,
-            password,
-            prefix,
-            tls: url.scheme() == "rediss",
-        })
-    }
-
-    /// The prefix, and the URL as shown: port and database always, the prefix unless it is the
-    /// default, the password as `***`.
-    pub fn parsed(&self) -> Parsed {
-        let mut shown = if self.tls { "rediss://" } else { "redis://" }.to_owned();
-        match (&self.username, &self.password) {
-            (Some(u), Some(_)) => shown += &format!("{u}:***@"),
-            (None, Some(_)) => shown += ":***@",
-            (Some(u), None) => shown += &format!("{u}@"),
-            (None, None) => {}
-        }
-        if self.host.contains(':') {
-            shown += &format!("[{}]", self.host);
-        } else {
-            shown += &self.host;
-        }
-        shown += &format!(":{}/{}", self.port, self.db);
-        if self.prefix != DEFAULT_PREFIX {
-            shown += &format!("/{}", self.prefix);
-        }
-        Parsed {
-            prefix: self.prefix.clone(),
-            shown,
-        }
-    }
-}
 
 /// A value is read in parts of this size (`RedisClient::get_parts`).
 pub const PART_BYTES: usize = 1 << 20;
@@ -148,11 +44,11 @@ const WRITE_BYTES_PER_SECOND: u64 = 64 << 20;
 
 /// The Redis tier's connection and commands.
 pub struct RedisClient {
-    client: Client,
+    client: Server,
     remote: String,
     timeout: Duration,
     ttl: Duration,
-    conn: Mutex<Option<redis::Connection>>,
+    conn: Mutex<Option<Conn>>,
     breaker: Arc<Breaker>,
 }
 
@@ -174,57 +70,11 @@ impl RedisClient {
             credentials,
             ..
         } = options;
-        let mut settings = RedisConnectionInfo::default()
-            .set_db(target.db)
-            .set_protocol(ProtocolVersion::RESP2)
-            // Two pipelined CLIENT SETINFO replies, each waited for and then ignored, would make a
-            // stalled server cost two timeouts before the first real command.
-            .set_skip_set_lib_name();
-        if let Some(u) = &target.username {
-            settings = settings.set_username(u);
-        }
-        let not_set_up = |reason: String| RemoteError::Setup {
-            remote: remote.clone(),
-            reason,
-        };
-        match (&target.password, &credentials.password) {
-            (Some(_), Some(file)) => {
-                return Err(not_set_up(format!(
-                    "a password is in the URL and in remote_password_file ({}): give it once, \
-                     in the file",
-                    file.path().display()
-                )));
-            }
-            (Some(p), None) => settings = settings.set_password(p),
-            (None, Some(file)) => settings = settings.set_password(file.text()),
-            (None, None) => {}
-        }
-        let setup = |op, source| RemoteError::Lease {
-            op,
-            remote: remote.clone(),
-            source: Box::new(source),
-        };
-        let address = if target.tls {
-            ConnectionAddr::TcpTls {
-                host: target.host.clone(),
-                port: target.port,
-                insecure: false,
-                tls_params: None,
-            }
-        } else {
-            ConnectionAddr::Tcp(target.host.clone(), target.port)
-        };
-        let info = address
-            .into_connection_info()
-            .map_err(|e| setup("configure the connection", e))?
-            .set_redis_settings(settings);
-        let client = if target.tls {
-            let certificates = tls_files(&credentials).map_err(not_set_up)?;
-            Client::build_with_tls(info, certificates)
-        } else {
-            Client::open(info)
-        }
-        .map_err(|e| setup("configure the connection", e))?;
+        let client =
+            Server::new(target, &credentials, timeout).map_err(|reason| RemoteError::Setup {
+                remote: remote.clone(),
+                reason,
+            })?;
         Ok(RedisClient {
             client,
             remote,
@@ -303,51 +153,10 @@ impl RedisClient {
         part: &mut dyn FnMut(Bytes) -> bool,
     ) -> Result<bool, RemoteError> {
         let start = Instant::now();
-        let reply = |c: &mut redis::Connection| -> redis::RedisResult<redis::Value> {
-            if start.elapsed() >= self.timeout {
-                return Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into());
-            }
-            within(c, self.timeout, start)?;
-            c.recv_response()
-        };
-        self.run_then("read an entry", |c| {
-            let mut packed = Vec::new();
-            redis::cmd("STRLEN")
-                .arg(key)
-                .write_packed_command(&mut packed);
-            getrange(key, 0, PART_BYTES).write_packed_command(&mut packed);
-            c.send_packed_command(&packed)?;
-            let len: usize = redis::from_redis_value(reply(c)?)?;
-            let first: Vec<u8> = redis::from_redis_value(reply(c)?)?;
-            if len == 0 {
-                return Ok((false, Keep::Connection));
-            }
-            let parts = len.div_ceil(PART_BYTES);
-            if parts > 1 {
-                packed.clear();
-                for i in 1..parts {
-                    let from = i * PART_BYTES;
-                    getrange(key, from, PART_BYTES.min(len - from))
-                        .write_packed_command(&mut packed);
-                }
-                c.send_packed_command(&packed)?;
-            }
-            // Replies still coming would be read as answers to later commands.
-            let abandoned = if parts > 1 {
-                Keep::Nothing
-            } else {
-                Keep::Connection
-            };
-            if !part(Bytes::from(first)) {
-                return Ok((true, abandoned));
-            }
-            for _ in 1..parts {
-                let bytes: Vec<u8> = redis::from_redis_value(reply(c)?)?;
-                if !part(Bytes::from(bytes)) {
-                    return Ok((true, Keep::Nothing));
-                }
-            }
-            Ok((true, Keep::Connection))
+        let timeout = self.timeout;
+        self.run_then("read an entry", |c| match c {
+            Conn::One(c) => stream_parts(c, key, part, timeout, start),
+            Conn::Cluster(c) => batch_parts(c, key, part, timeout, start),
         })
     }
 
@@ -385,7 +194,7 @@ impl RedisClient {
     fn run<T>(
         &self,
         op: &'static str,
-        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+        f: impl FnOnce(&mut Conn) -> redis::RedisResult<T>,
     ) -> Result<T, RemoteError> {
         self.run_then(op, |c| f(c).map(|v| (v, Keep::Connection)))
     }
@@ -394,7 +203,7 @@ impl RedisClient {
     fn run_then<T>(
         &self,
         op: &'static str,
-        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<(T, Keep)>,
+        f: impl FnOnce(&mut Conn) -> redis::RedisResult<(T, Keep)>,
     ) -> Result<T, RemoteError> {
         self.run_within(op, self.timeout, f)
     }
@@ -404,7 +213,7 @@ impl RedisClient {
         &self,
         op: &'static str,
         timeout: Duration,
-        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<(T, Keep)>,
+        f: impl FnOnce(&mut Conn) -> redis::RedisResult<(T, Keep)>,
     ) -> Result<T, RemoteError> {
         let err = |source| RemoteError::Lease {
             op,
@@ -414,7 +223,7 @@ impl RedisClient {
         let start = Instant::now();
         let mut slot = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.is_none() {
-            *slot = Some(connect(&self.client, self.timeout).map_err(err)?);
+            *slot = Some(self.client.connect(self.timeout).map_err(err)?);
         }
         let Some(conn) = slot.as_mut() else {
             return Err(RemoteError::Setup {
@@ -430,30 +239,6 @@ impl RedisClient {
     }
 }
 
-/// The CA to verify the server against (`None`: the system's roots) and the client's certificate
-/// and key for mutual TLS, read from their files.
-fn tls_files(credentials: &Credentials) -> Result<TlsCertificates, String> {
-    let root_cert = credentials
-        .ca_file
-        .as_deref()
-        .map(|f| Credentials::read_pem(f, "remote_ca_file"))
-        .transpose()?;
-    let client_tls = match (&credentials.cert_file, &credentials.key_file) {
-        (Some(cert), Some(key)) => Some(ClientTlsConfig {
-            client_cert: Credentials::read_pem(cert, "remote_cert_file")?,
-            client_key: Credentials::read_pem(key, "remote_key_file")?,
-        }),
-        (None, None) => None,
-        _ => {
-            return Err("mutual TLS needs both remote_cert_file and remote_key_file".to_owned());
-        }
-    };
-    Ok(TlsCertificates {
-        client_tls,
-        root_cert,
-    })
-}
-
 /// Whether a connection is fit for the next command after a call.
 enum Keep {
     Connection,
@@ -461,8 +246,104 @@ enum Keep {
     Nothing,
 }
 
-fn connect(client: &Client, timeout: Duration) -> redis::RedisResult<redis::Connection> {
-    client.get_connection_with_timeout(timeout)
+/// [`RedisClient::get_parts`] on one server: every `GETRANGE` sent before the first reply is
+/// read, each part handed on as soon as it is parsed.
+fn stream_parts(
+    c: &mut redis::Connection,
+    key: &str,
+    part: &mut dyn FnMut(Bytes) -> bool,
+    timeout: Duration,
+    start: Instant,
+) -> redis::RedisResult<(bool, Keep)> {
+    let reply = |c: &mut redis::Connection| -> redis::RedisResult<redis::Value> {
+        if start.elapsed() >= timeout {
+            return Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into());
+        }
+        c.set_read_timeout(Some(left(timeout, start)))?;
+        c.set_write_timeout(Some(left(timeout, start)))?;
+        c.recv_response()
+    };
+    let mut packed = Vec::new();
+    redis::cmd("STRLEN")
+        .arg(key)
+        .write_packed_command(&mut packed);
+    getrange(key, 0, PART_BYTES).write_packed_command(&mut packed);
+    c.send_packed_command(&packed)?;
+    let len: usize = redis::from_redis_value(reply(c)?)?;
+    let first: Vec<u8> = redis::from_redis_value(reply(c)?)?;
+    if len == 0 {
+        return Ok((false, Keep::Connection));
+    }
+    let parts = len.div_ceil(PART_BYTES);
+    if parts > 1 {
+        packed.clear();
+        for i in 1..parts {
+            let from = i * PART_BYTES;
+            getrange(key, from, PART_BYTES.min(len - from)).write_packed_command(&mut packed);
+        }
+        c.send_packed_command(&packed)?;
+    }
+    // Replies still coming would be read as answers to later commands.
+    let abandoned = if parts > 1 {
+        Keep::Nothing
+    } else {
+        Keep::Connection
+    };
+    if !part(Bytes::from(first)) {
+        return Ok((true, abandoned));
+    }
+    for _ in 1..parts {
+        let bytes: Vec<u8> = redis::from_redis_value(reply(c)?)?;
+        if !part(Bytes::from(bytes)) {
+            return Ok((true, Keep::Nothing));
+        }
+    }
+    Ok((true, Keep::Connection))
+}
+
+/// A cluster's connection sends one request and reads its replies (no commands in flight
+/// between calls), so parts go in pipelines of this many, each to the node of the key's slot.
+const CLUSTER_BATCH_PARTS: usize = 8;
+
+/// [`RedisClient::get_parts`] on a cluster: `STRLEN` with the first part, then the rest in
+/// batches; the whole read within `timeout`.
+fn batch_parts(
+    c: &mut ClusterConnection,
+    key: &str,
+    part: &mut dyn FnMut(Bytes) -> bool,
+    timeout: Duration,
+    start: Instant,
+) -> redis::RedisResult<(bool, Keep)> {
+    let (len, first): (usize, Vec<u8>) = cluster_pipe()
+        .add_command(redis::cmd("STRLEN").arg(key).to_owned())
+        .add_command(getrange(key, 0, PART_BYTES))
+        .query(c)?;
+    if len == 0 {
+        return Ok((false, Keep::Connection));
+    }
+    if !part(Bytes::from(first)) {
+        return Ok((true, Keep::Connection));
+    }
+    let rest: Vec<usize> = (1..len.div_ceil(PART_BYTES)).collect();
+    for batch in rest.chunks(CLUSTER_BATCH_PARTS) {
+        if start.elapsed() >= timeout {
+            return Err(std::io::Error::from(std::io::ErrorKind::TimedOut).into());
+        }
+        c.set_read_timeout(Some(left(timeout, start)))?;
+        c.set_write_timeout(Some(left(timeout, start)))?;
+        let mut pipe = cluster_pipe();
+        for i in batch {
+            let from = i * PART_BYTES;
+            pipe.add_command(getrange(key, from, PART_BYTES.min(len - from)));
+        }
+        let values: Vec<Vec<u8>> = pipe.query(c)?;
+        for value in values {
+            if !part(Bytes::from(value)) {
+                return Ok((true, Keep::Connection));
+            }
+        }
+    }
+    Ok((true, Keep::Connection))
 }
 
 /// `GETRANGE` of the `len` bytes of `key` from `from` (Redis takes the last byte's index).
@@ -474,18 +355,21 @@ fn getrange(key: &str, from: usize, len: usize) -> redis::Cmd {
 
 /// Bounds the next command on `conn` by what is left of `timeout` since `start` (connecting
 /// may have used some of it).
-fn within(conn: &redis::Connection, timeout: Duration, start: Instant) -> redis::RedisResult<()> {
-    let left = timeout
+fn within(conn: &Conn, timeout: Duration, start: Instant) -> redis::RedisResult<()> {
+    conn.set_timeouts(left(timeout, start))
+}
+
+/// What is left of `timeout` since `start`; never zero (which would mean "no bound").
+fn left(timeout: Duration, start: Instant) -> Duration {
+    timeout
         .saturating_sub(start.elapsed())
-        .max(Duration::from_millis(1));
-    conn.set_read_timeout(Some(left))?;
-    conn.set_write_timeout(Some(left))
+        .max(Duration::from_millis(1))
 }
 
 /// What the holder of a lease needs to renew and release it.
 #[derive(Clone)]
 struct Holder {
-    client: Client,
+    client: Server,
     remote: String,
     key: String,
     token: String,
@@ -498,14 +382,14 @@ impl Holder {
     /// (connecting first), all within one timeout; a failure trips the breaker.
     fn eval(
         &self,
-        conn: &mut Option<redis::Connection>,
+        conn: &mut Option<Conn>,
         script: &str,
         extra: Option<u64>,
     ) -> redis::RedisResult<i64> {
         let start = Instant::now();
         let result = (|| {
             if conn.is_none() {
-                *conn = Some(connect(&self.client, self.timeout)?);
+                *conn = Some(self.client.connect(self.timeout)?);
             }
             let Some(c) = conn.as_mut() else {
                 unreachable!("connected above")
@@ -604,7 +488,7 @@ impl Drop for RedisLease {
 
 fn renew_until_stopped(holder: &Holder, ttl: Duration, stopped: &mpsc::Receiver<()>) {
     let every = ttl / 3;
-    let mut conn: Option<redis::Connection> = None;
+    let mut conn: Option<Conn> = None;
     loop {
         match stopped.recv_timeout(every) {
             Err(RecvTimeoutError::Timeout) => {}
