@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::cluster;
 use crate::common::{self, read, success};
 use crate::garage::{self, Bucket};
 use crate::redis::free_port;
@@ -161,44 +162,92 @@ struct TlsRedis(Server);
 impl TlsRedis {
     fn start(pki: &Pki, client_certificates: bool) -> TlsRedis {
         let port = free_port();
-        let dir = pki.path(&format!("redis-{port}"));
-        std::fs::create_dir(&dir).expect("dir");
-        let pem = |name: &str| pki.path(name).display().to_string();
-        let mut command = Command::new("redis-server");
-        command
-            .args([
-                "--port",
-                "0",
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args([
-                "--tls-port",
-                &port.to_string(),
-                "--tls-cert-file",
-                &pem("server.pem"),
-            ])
-            .args([
-                "--tls-key-file",
-                &pem("server.key"),
-                "--tls-ca-cert-file",
-                &pem("ca.pem"),
-            ])
-            .args([
-                "--tls-auth-clients",
-                if client_certificates { "yes" } else { "no" },
-            ])
-            .args(["--requirepass", PASSWORD, "--dir"])
-            .arg(&dir);
-        TlsRedis(Server::listening(&mut command, port))
+        TlsRedis(Server::listening(
+            &mut tls_redis_server(pki, port, client_certificates),
+            port,
+        ))
     }
 
     fn url(&self) -> String {
         format!("rediss://127.0.0.1:{}/0/tls", self.0.port)
+    }
+}
+
+/// `redis-server` listening with TLS only on `port`, the certificates of `pki`, its password
+/// `PASSWORD`, no persistence, in a directory of its own.
+fn tls_redis_server(pki: &Pki, port: u16, client_certificates: bool) -> Command {
+    let dir = pki.path(&format!("redis-{port}"));
+    std::fs::create_dir(&dir).expect("dir");
+    let pem = |name: &str| pki.path(name).display().to_string();
+    let mut command = Command::new("redis-server");
+    command
+        .args(["--port", "0", "--bind", "127.0.0.1", "--save", ""])
+        .args(["--appendonly", "no", "--tls-port", &port.to_string()])
+        .args(["--tls-cert-file", &pem("server.pem")])
+        .args(["--tls-key-file", &pem("server.key")])
+        .args(["--tls-ca-cert-file", &pem("ca.pem")])
+        .args([
+            "--tls-auth-clients",
+            if client_certificates { "yes" } else { "no" },
+        ])
+        .args(["--requirepass", PASSWORD, "--dir"])
+        .arg(&dir);
+    command
+}
+
+/// Three masters of a Redis Cluster that speak TLS only, to clients and to each other, joined
+/// by `redis-cli --cluster create`; killed on drop.
+struct TlsCluster(Vec<Server>);
+
+impl TlsCluster {
+    fn start(pki: &Pki) -> TlsCluster {
+        let nodes: Vec<Server> = (0..3)
+            .map(|_| {
+                let port = cluster::node_port();
+                let mut command = tls_redis_server(pki, port, false);
+                command
+                    .args(["--tls-cluster", "yes", "--cluster-enabled", "yes"])
+                    .args(["--cluster-node-timeout", "1000", "--masterauth", PASSWORD]);
+                Server::listening(&mut command, port)
+            })
+            .collect();
+        let addresses: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let cli = |args: &[&str]| {
+            let out = Command::new("redis-cli")
+                .args(["--tls", "--cacert"])
+                .arg(pki.path("ca.pem"))
+                .args(args)
+                .env("REDISCLI_AUTH", PASSWORD)
+                .output()
+                .expect("run redis-cli");
+            assert!(out.status.success(), "redis-cli {args:?} failed");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let mut create = vec!["--cluster", "create"];
+        create.extend(addresses.iter().map(String::as_str));
+        create.push("--cluster-yes");
+        cli(&create);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for node in &nodes {
+            let port = node.port.to_string();
+            while !cli(&["-p", &port, "cluster", "info"]).contains("cluster_state:ok") {
+                assert!(Instant::now() < deadline, "the TLS cluster did not form");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        TlsCluster(nodes)
+    }
+
+    fn url(&self) -> String {
+        let seeds: Vec<String> = self
+            .0
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        format!("rediss-cluster://{}/tls", seeds.join(","))
     }
 }
 
@@ -290,6 +339,34 @@ fn mutual_tls_without_the_client_certificate_is_refused_and_said() {
         "a without the tier, b compiled and stored, c hit"
     );
     assert_eq!(remote_hits(&team, "c", &mutual), 1);
+}
+
+/// `rediss-cluster://`: a cluster whose nodes speak TLS only; a password from the file, the
+/// server verified against the CA; another CA is refused, naming the tier, and costs no build.
+#[test]
+fn a_hit_through_a_tls_cluster_and_another_ca_is_refused() {
+    let pki = Pki::new();
+    let cluster = TlsCluster::start(&pki);
+    let team = Team::new(cluster.url());
+    let ours = pki.options("ca.pem", false);
+    build(&team, "a", &ours);
+    build(&team, "b", &ours);
+    assert_eq!(
+        team.runs(),
+        1,
+        "b hit what a stored, through the TLS cluster"
+    );
+    assert_eq!(remote_hits(&team, "b", &ours), 1);
+    let out = build(&team, "c", &pki.options("other-ca.pem", false));
+    assert_eq!(team.runs(), 2, "c compiled: the tier was not used");
+    common::assert_contains(
+        &common::stderr(&out),
+        &[
+            "remote cache unavailable",
+            "rediss-cluster://127.0.0.1",
+            "certificate",
+        ],
+    );
 }
 
 /// The server is really TLS only: a plain `redis://` to it gets no hit and no failed build.

@@ -148,6 +148,18 @@ impl Drop for Cluster {
     }
 }
 
+/// A free port for a cluster node: its cluster bus port, 10000 higher (so at most 65535), free
+/// too.
+pub fn node_port() -> u16 {
+    for _ in 0..1000 {
+        let port = crate::redis::free_port();
+        if port <= 55535 && std::net::TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free pair of ports for a cluster node");
+}
+
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/redis-cluster.sh")
 }
