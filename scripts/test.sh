@@ -52,9 +52,10 @@ bash scripts/setup.sh
 
 # The servers this run starts, its own and the tests' (Redis, Redis Cluster nodes, stunnel,
 # Garage, the GCS emulator): none may outlive it. Those running before it are not its own.
+# A zombie (killed, not yet reaped by its parent) runs no more and is not counted.
 running_servers() {
-  { for name in redis-server stunnel4 garage; do pgrep -x "$name" || true; done
-    pgrep -f gcp-storage-emulator || true; } | sort -u
+  ps -eo pid=,stat=,comm=,args= | awk -v emulator="gcp-storage""-emulator" '
+    $2 !~ /^Z/ && ($3 == "redis-server" || $3 == "stunnel4" || $3 == "garage" || index($0, emulator)) { print $1 }' | sort -u
 }
 servers_before=$(running_servers)
 

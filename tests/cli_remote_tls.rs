@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use crate::cluster;
 use crate::common::{self, read, success};
 use crate::garage::{self, Bucket};
+use crate::gcs::Emulator;
 use crate::redis::free_port;
 use crate::team::Team;
 
@@ -440,4 +441,34 @@ fn a_bucket_over_https_with_a_private_ca_shares_entries_and_another_ca_is_refuse
         &common::stderr(&out),
         &["remote cache unavailable", "s3://"],
     );
+}
+
+/// gcp-storage-emulator behind the same proxy: `gcs://` over HTTPS, verified against the private
+/// CA only; another CA is refused and the build goes on without the tier.
+#[test]
+fn a_gcs_bucket_over_https_with_a_private_ca_shares_entries_and_another_ca_is_refused() {
+    let pki = Pki::new();
+    let emulator = Emulator::get();
+    let proxy = TlsProxy::start(&pki, &format!("http://{}", emulator.host));
+    let prefix = crate::redis::unique_prefix("gcs_over_https");
+    let team = Team::new(format!("gcs://{}/{prefix}", emulator.bucket));
+    let exec = |host: &str, ca: &str| {
+        let mut c = team.exec_with(
+            host,
+            "a.mlir",
+            &["--remote-ca-file", &pki.path(ca).display().to_string()],
+        );
+        c.env("STORAGE_EMULATOR_HOST", proxy.endpoint())
+            .env_remove("GOOGLE_APPLICATION_CREDENTIALS");
+        c
+    };
+    for host in ["a", "b"] {
+        let err = common::success_stderr(&mut exec(host, "ca.pem"));
+        assert!(!err.contains("remote cache unavailable"), "{host}: {err}");
+    }
+    assert_eq!(team.runs(), 1, "b hit what a stored, over HTTPS");
+    team.assert_same_output("a", "b", "a.mlir");
+    let err = common::success_stderr(&mut exec("c", "other-ca.pem"));
+    assert_eq!(team.runs(), 2, "c compiled: the tier was not used");
+    common::assert_contains(&err, &["remote cache unavailable", "gcs://"]);
 }

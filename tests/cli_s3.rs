@@ -7,11 +7,12 @@
 
 use crate::{garage, redis};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use crate::common::{counter, read, success, success_at_info, success_stderr};
 use crate::garage::Bucket;
+use crate::gcs::Emulator;
 use crate::team::Team;
 use serde_json::Value;
 
@@ -314,61 +315,6 @@ fn a_bucket_that_refuses_warns_in_one_line_without_the_secret() {
         stderr.lines().count() <= 3,
         "more than the warning: {stderr}"
     );
-}
-
-/// The GCS emulator's host: the test script's, or one started here (stopped on drop).
-struct Emulator {
-    host: String,
-    bucket: String,
-    dir: Option<tempfile::TempDir>,
-}
-
-impl Emulator {
-    fn get() -> Emulator {
-        if let (Ok(host), Ok(bucket)) = (
-            std::env::var("MCK_TEST_GCS_HOST"),
-            std::env::var("MCK_TEST_GCS_BUCKET"),
-        ) {
-            return Emulator {
-                host,
-                bucket,
-                dir: None,
-            };
-        }
-        if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false") {
-            panic!("MCK_TEST_GCS_HOST is not set under CI: scripts/test.sh starts the emulator");
-        }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let out = success(
-            Command::new("bash")
-                .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gcs-emulator.sh"))
-                .arg("start")
-                .arg(dir.path()),
-        );
-        let env = String::from_utf8_lossy(&out).into_owned();
-        let value = |name: &str| {
-            env.lines()
-                .find_map(|l| l.strip_prefix(&format!("{name}=")).map(str::to_owned))
-                .expect(name)
-        };
-        Emulator {
-            host: value("MCK_TEST_GCS_HOST"),
-            bucket: value("MCK_TEST_GCS_BUCKET"),
-            dir: Some(dir),
-        }
-    }
-}
-
-impl Drop for Emulator {
-    fn drop(&mut self) {
-        if let Some(dir) = &self.dir {
-            let _ = Command::new("bash")
-                .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/gcs-emulator.sh"))
-                .arg("stop")
-                .arg(dir.path())
-                .status();
-        }
-    }
 }
 
 #[test]

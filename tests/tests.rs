@@ -19,6 +19,8 @@ mod cluster;
 mod common;
 #[path = "remote/garage.rs"]
 mod garage;
+#[path = "remote/gcs.rs"]
+mod gcs;
 mod kernel_helpers;
 #[path = "remote/team.rs"]
 mod team;
