@@ -17,7 +17,7 @@ knobs=(
   STORE_KILL_ITERATIONS   # crates/store/tests/store_processes.rs:527 (0 iterations = no check)
   MCK_TEST_SKIP_REDIS     # tests/remote/redis.rs:124 skips the Redis tests
   MCK_TEST_BIN            # tests/common/mod.rs: runs the CLI tests against another build
-  MLIR_CACHE_KEY_PROGRESS_DELAY_MS  # src/cli/progress.rs: when a progress bar appears
+  MLIR_CACHE_KEY_PROGRESS_DELAY_MS  # crates/cli/src/manage/progress.rs: when a progress bar appears
   MCK_FUZZ_MUTATIONS MCK_FUZZ_SEED MCK_FUZZ_OUT  # tests/fuzz_key.rs: the campaign size (CI runs the default smoke)
   MCK_TEST_REDIS_URL      # tests/remote/redis.rs:98 (re-exported below for our own server only)
   MCK_TEST_S3_ENDPOINT MCK_TEST_S3_REGION MCK_TEST_S3_BUCKET MCK_TEST_S3_ACCESS_KEY_ID MCK_TEST_S3_SECRET_ACCESS_KEY MCK_TEST_GARAGE_DIR  # tests/remote/garage.rs (re-exported below for our own cluster only)

@@ -2,12 +2,7 @@
 //! library. Errors print once, prefixed with the program name; exit codes are
 //! documented in docs/exit-codes.md and [`error::Failure`].
 
-mod addresses;
-mod cache;
-mod cache_args;
-mod cache_text;
 mod canon;
-mod config;
 mod exec;
 mod help;
 mod kernels;
@@ -15,17 +10,13 @@ mod key;
 mod key_args;
 mod limits;
 mod module;
-mod output;
-mod progress;
-mod run_status;
-mod runs;
-mod show_exec;
-mod stored;
 mod why;
 mod why_kernel;
 mod wrap;
 
-// The MLIR-free half of the command line (mck-cli), shared with the front binary.
+// The MLIR-free half of the command line (mck-cli), shared with the front binary; the cache's
+// management commands live there whole.
+use mck_cli::manage::{ManageCommand, output, progress, stored};
 use mck_cli::{compilers, error, input, logging, settings};
 
 use clap::{Parser, Subcommand};
@@ -67,13 +58,10 @@ enum Command {
     /// in its own arguments (a drop-in wrapper; also used when this binary is
     /// invoked through a symlink named mlir-opt, iree-compile or neuronx-cc).
     Wrap(wrap::Args),
-    /// Inspect and manage the persistent cache.
-    Cache(Managed<cache::Command>),
-    /// Run records: what each run used at each address; export and import.
-    Runs(Managed<runs::Command>),
-    /// The settings in force and their sources; the configuration file of the cache
-    /// directory (mlir-cache-key.conf).
-    Config(Managed<config::Command>),
+    /// `cache`, `runs`, `config`: the MLIR-free commands (mck-cli), which the front binary
+    /// serves itself.
+    #[command(flatten)]
+    Manage(ManageCommand),
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
     Completions(help::CompletionsArgs),
     /// Print the man page (roff) to stdout: `mlir-cache-key man | man -l -`.
@@ -85,15 +73,6 @@ enum Command {
         /// The input's name, for diagnostics.
         name: String,
     },
-}
-
-/// A management command with the cache options it applies to.
-#[derive(Debug, clap::Args)]
-struct Managed<C: Subcommand> {
-    #[command(flatten)]
-    cache: settings::CacheOptions,
-    #[command(subcommand)]
-    command: C,
 }
 
 /// Parses the process arguments and runs the command; invoked through a
@@ -124,9 +103,7 @@ pub fn main() -> ExitCode {
     // The command line wins; else --log_level of MLIR_CACHE_KEY_FLAGS, else log_level of the
     // configuration file (of the cache directory the command names).
     let cache = match &cli.command {
-        Command::Cache(m) => Some(&m.cache),
-        Command::Runs(m) => Some(&m.cache),
-        Command::Config(m) => Some(&m.cache),
+        Command::Manage(m) => Some(m.cache()),
         _ => None,
     };
     logging::init(
@@ -148,9 +125,7 @@ fn run(cli: Cli) -> Result<ExitCode, error::CliError> {
         Command::Why(args) => why::run(args),
         Command::Exec(args) => exec::run(args),
         Command::Wrap(args) => wrap::run(args),
-        Command::Cache(m) => cache::run(m.command, &m.cache),
-        Command::Runs(m) => runs::run(m.command, &m.cache),
-        Command::Config(m) => config::run(m.command, &m.cache),
+        Command::Manage(m) => m.run(),
         Command::Completions(args) => help::completions(args),
         Command::Man => help::man(),
         Command::ReadBytecodeIsolated { name } => Ok(ExitCode::from(limits::read_bytecode(&name))),

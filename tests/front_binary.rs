@@ -173,3 +173,67 @@ fn a_direct_hit_runs_without_the_mlir_binary() {
     assert_eq!(miss.status.code(), Some(EX_SOFTWARE));
     assert!(String::from_utf8_lossy(&miss.stderr).contains("mlir-cache-key-mlir"));
 }
+
+/// The commands that manage a cache are the front binary's own: a copy of it with no MLIR
+/// binary beside it runs them, with the MLIR binary's output and exit codes (side by side on the
+/// same cache, errors included).
+#[test]
+fn management_commands_run_without_the_mlir_binary_and_answer_alike() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let front = dir.path().join("mlir-cache-key");
+    std::fs::copy(env!("CARGO_BIN_EXE_mlir-cache-key"), &front).expect("copy");
+    let cache = dir.path().join("cache");
+    let module = corpus("cpu/mlp.a.generic.mlir");
+    let out = dir.path().join("m.out");
+    let stored = bin()
+        .args(["exec", "--cache-dir"])
+        .arg(&cache)
+        .args(["--input"])
+        .arg(&module)
+        .arg("--output")
+        .arg(&out)
+        .args(["--", "cp"])
+        .arg(&module)
+        .arg(&out)
+        .output()
+        .expect("exec");
+    assert!(stored.status.success(), "{stored:?}");
+    let cache_dir = cache.display().to_string();
+    for args in [
+        vec!["cache", "stats", "--json"],
+        vec!["cache", "stats"],
+        vec!["cache", "list"],
+        vec!["cache", "verify"],
+        vec!["cache", "show", "jit_mlp"],
+        vec!["cache", "show", "no-such-entry"],
+        vec!["runs", "list"],
+        vec!["config", "show"],
+        vec!["cache", "stats", "--ttl", "banana"],
+    ] {
+        let run = |program: &mut Command| {
+            program
+                .args(&args)
+                .args(["--cache-dir", &cache_dir])
+                .output()
+                .expect("run")
+        };
+        let alone = run(&mut Command::new(&front));
+        let full = run(&mut mlir_binary());
+        assert_eq!(
+            alone.status.code(),
+            full.status.code(),
+            "{args:?}: {alone:?}"
+        );
+        assert_eq!(alone.stdout, full.stdout, "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&alone.stderr),
+            String::from_utf8_lossy(&full.stderr).replace("mlir-cache-key-mlir", "mlir-cache-key"),
+            "{args:?}"
+        );
+        let stderr = String::from_utf8_lossy(&alone.stderr);
+        assert!(
+            !stderr.contains("cannot run"),
+            "{args:?} was handed over: {stderr}"
+        );
+    }
+}

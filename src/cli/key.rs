@@ -5,7 +5,8 @@ use super::error::CliError;
 use super::key_args::KeyArgs;
 use super::module::{CanonFlags, KernelArg, ModuleFlags, with_computation};
 use super::output;
-use crate::key::{Computation, KeyRecord, MosaicKernels, Readable, compute};
+use super::stored::explain_lines;
+use crate::key::{Computation, KeyRecord, MosaicKernels, compute};
 use anyhow::anyhow;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -101,28 +102,4 @@ pub fn record_for(
             compute(computation, &key.inputs(name)?, key.recipe()?).map_err(CliError::input)
         },
     )
-}
-
-/// JAX's log lines for a key: flag decisions in hash order, then the trace.
-pub fn explain_lines(record: &KeyRecord) -> String {
-    let mut out = String::new();
-    if let Some(Readable::Flags { included, excluded }) =
-        record.entry("XLA flags").map(|e| &e.readable)
-    {
-        let mut decisions: Vec<(&String, bool)> = included
-            .iter()
-            .map(|f| (f, true))
-            .chain(excluded.iter().map(|f| (f, false)))
-            .collect();
-        decisions.sort();
-        for (flag, kept) in decisions {
-            let verb = if kept { "Including" } else { "Not including" };
-            out.push_str(&format!("{verb} XLA flag in cache key: {flag}\n"));
-        }
-    }
-    for line in record.trace_lines() {
-        out.push_str(&line);
-        out.push('\n');
-    }
-    out
 }

@@ -1,5 +1,6 @@
 //! The `mlir-cache-key` binary users run. It serves a direct-mode hit of `exec` or `wrap` (or
-//! of a symlink named after a compiler) itself, without MLIR: linking libMLIR/libLLVM costs
+//! of a symlink named after a compiler) and the commands that manage a cache (`cache`, `runs`,
+//! `config`: `manage`) itself, without MLIR: linking libMLIR/libLLVM costs
 //! every process ~20 ms of symbol resolution and ~85 MB of resident memory before it does
 //! anything. Everything else — other commands, stdin input, `--no-direct`, a direct miss — it
 //! hands to the MLIR binary installed beside it, which
@@ -10,6 +11,7 @@ use crate::error::{CliError, Failure};
 use crate::exec::{Exec, Opened};
 use crate::flags::CanonFlags;
 use crate::handover::{self, FRONT_BINARY, MLIR_BINARY};
+use crate::manage::{self, ManageCommand};
 use crate::settings::{CacheOptions, ProgramOptions};
 use crate::wrap::{Prepared, masquerade_command, masquerade_flags};
 use crate::{compilers, input, logging};
@@ -19,13 +21,11 @@ use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
 use std::process::{Command, ExitCode};
 
-/// What the front binary recognizes: `exec` and `wrap`, with the global option they share.
+/// What the front binary recognizes: `exec`, `wrap` and the management commands, with the
+/// global option they share. Help and version requests and any error go to the MLIR binary,
+/// which words them for the whole command line.
 #[derive(Parser)]
-#[command(
-    name = "mlir-cache-key",
-    disable_help_flag = true,
-    disable_version_flag = true
-)]
+#[command(name = "mlir-cache-key", disable_version_flag = true)]
 struct Front {
     #[command(flatten)]
     program: ProgramOptions,
@@ -37,6 +37,8 @@ struct Front {
 enum FrontCommand {
     Exec(Box<crate::exec::Args>),
     Wrap(crate::wrap::Args),
+    #[command(flatten)]
+    Manage(ManageCommand),
 }
 
 enum Outcome {
@@ -77,6 +79,20 @@ pub fn main() -> ExitCode {
                 &args.cache,
                 args.env,
             ),
+            Ok(Front {
+                program,
+                command: FrontCommand::Manage(command),
+            }) => manage(program.log_level(), command),
+            // A management command's own help and usage errors read the same from either
+            // binary (one definition); the rest is the whole command line's to word.
+            Err(e) if names_management_command() => {
+                let _ = e.print();
+                Outcome::Done(ExitCode::from(if e.use_stderr() {
+                    Failure::Usage.code()
+                } else {
+                    0
+                }))
+            }
             Err(_) => Outcome::HandOver { missed: false },
         },
     };
@@ -84,6 +100,21 @@ pub fn main() -> ExitCode {
         Outcome::Done(code) => code,
         Outcome::HandOver { missed } => hand_over(missed),
     }
+}
+
+/// A management command, run here as the MLIR binary would: the log level from the command
+/// line, else from the settings of the cache it names.
+fn manage(log_level: Option<LogLevel>, command: ManageCommand) -> Outcome {
+    logging::init(log_level.or_else(|| logging::flags_level(Some(command.cache()))));
+    Outcome::Done(command.run().unwrap_or_else(CliError::report))
+}
+
+/// Whether the first argument that is not an option names a management command.
+fn names_management_command() -> bool {
+    std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .is_some_and(|a| manage::COMMANDS.contains(&a.as_str()))
 }
 
 /// A direct hit (or an exec with caching off), served; else what to hand over.

@@ -1,6 +1,6 @@
 //! The MLIR-free half of the `mlir-cache-key` command line: argument types, errors and exit
 //! codes, inputs, cache settings, logging, the known compilers' argument shapes, `exec` and
-//! `wrap` up to a direct-mode hit, running the compiler past an unusable cache (`bypass`), and
+//! `wrap` up to a direct-mode hit, the commands that manage a cache (`manage`), running the compiler past an unusable cache (`bypass`), and
 //! the hand-over between the two binaries (`handover`). The front binary (`front`) is built
 //! from it alone and so starts without MLIR; the MLIR binary (the root crate's CLI) uses the
 //! same pieces for everything else.
@@ -16,6 +16,7 @@ pub mod handover;
 pub mod inode_cache;
 pub mod input;
 pub mod logging;
+pub mod manage;
 pub mod raw_digest;
 pub mod settings;
 pub mod wrap;

@@ -2,12 +2,12 @@
 //! `cache adopt`.
 
 use super::cache_args::{Select, state};
-use super::error::CliError;
 use super::output::Reported;
 use super::output::{pad, utc};
-use crate::runs::{Address, AddressPattern, Registry, RunState, RunningEntry};
-use crate::store::{Clear, Digest, EntrySummary, Store};
+use crate::error::CliError;
 use anyhow::anyhow;
+use mck_runs::{Address, AddressPattern, Registry, RunState, RunningEntry};
+use mck_store::{Clear, Digest, EntrySummary, Store};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -125,10 +125,10 @@ pub fn select(
 /// The reason a marker gives for not serving `key`'s entry, if one condemns the entry there now.
 fn suspect_reason(
     store: &Store,
-    suspects: &std::collections::HashMap<String, crate::store::Suspect>,
+    suspects: &std::collections::HashMap<String, mck_store::Suspect>,
     key: &str,
 ) -> Option<String> {
-    let key = crate::store::CacheKey::parse(key).ok()?;
+    let key = mck_store::CacheKey::parse(key).ok()?;
     suspects.get(key.digest().as_str())?;
     store.suspect(&key).ok().flatten().map(|s| s.reason)
 }
@@ -199,7 +199,7 @@ fn refuse_running(registry: &Registry, chosen: &[AddressView]) -> Result<(), Cli
         .find(|r| chosen.iter().any(|v| v.address == r.address))
     {
         Some(holder) => Err(CliError {
-            kind: super::error::Failure::Conflict,
+            kind: crate::error::Failure::Conflict,
             error: anyhow!(
                 "not clearing: {holder}; wait for it to finish (or stop it), then clear"
             ),

@@ -4,13 +4,13 @@ use super::addresses;
 pub use super::cache_args::Command;
 use super::cache_args::{SortArg, state};
 use super::cache_text::{gc_text, stats_text, table, verify_text};
-use super::error::CliError;
 use super::output::{self, text_or_json, text_or_versioned, versioned};
 use super::progress::Progress;
-use super::settings::CacheOptions;
 use super::stored;
-use crate::store::{CacheKey, ListFilter, Lookup, SortBy, Streamed};
+use crate::error::CliError;
+use crate::settings::CacheOptions;
 use anyhow::{Context as _, anyhow};
+use mck_store::{CacheKey, ListFilter, Lookup, SortBy, Streamed};
 use std::process::ExitCode;
 
 pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError> {

@@ -1,6 +1,6 @@
 //! The arguments of `mlir-cache-key cache …` (run in `cache.rs`).
 
-use crate::store::EntryState;
+use mck_store::EntryState;
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Subcommand)]

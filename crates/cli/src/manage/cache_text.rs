@@ -2,8 +2,8 @@
 //! prints the structs).
 
 use super::output::utc;
-use crate::store::{EntryState, EntrySummary, GcReport, RebuildReport};
 use mck_remote::CacheStats;
+use mck_store::{EntryState, EntrySummary, GcReport, RebuildReport};
 use std::fmt::Write as _;
 
 pub(super) fn stats_text(all: &CacheStats) -> String {

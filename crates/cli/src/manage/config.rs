@@ -1,9 +1,9 @@
 //! `mlir-cache-key config …`: the settings in force and where each came from; the persistent
 //! configuration file `mlir-cache-key.conf` in the cache directory.
 
-use super::error::CliError;
 use super::output::{self, json_text, pad};
-use super::settings::CacheOptions;
+use crate::error::CliError;
+use crate::settings::CacheOptions;
 use mck_settings::{SETTINGS, set_config};
 use std::fmt::Write as _;
 use std::process::ExitCode;

@@ -1,7 +1,7 @@
 //! Writing results: to a file, or to standard output where a closed pipe
 //! (`| head`) is a normal end, not an error.
 
-use super::error::CliError;
+use crate::error::CliError;
 use anyhow::Context as _;
 use std::io::{ErrorKind, Write};
 use std::path::Path;

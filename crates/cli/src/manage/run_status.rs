@@ -1,11 +1,11 @@
 //! `runs status RUN`: a run's outcome at a glance, its open conflicts grouped into address
 //! patterns, and the exact commands (with the cache options in force) that resolve them.
 
-use super::error::CliError;
 use super::output::utc;
-use crate::runs::address::{common_pattern, shape_of};
-use crate::runs::{Address, Registry, RunEntry, RunState};
+use crate::error::CliError;
 use anyhow::anyhow;
+use mck_runs::address::{common_pattern, shape_of};
+use mck_runs::{Address, Registry, RunEntry, RunState};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

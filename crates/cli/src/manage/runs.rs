@@ -1,15 +1,15 @@
 //! `mlir-cache-key runs …`: the immutable records of what each run used, and
 //! moving a run (with its artefacts) to another cache (`mck_store::archive`).
 
-use super::error::CliError;
 use super::output;
 use super::output::{Reported, json_text, pad, utc};
 use super::progress::Progress;
-use super::settings::CacheOptions;
-use crate::remote::Secret;
-use crate::runs::{Registry, RunsError, archive};
-use crate::store::Store;
+use crate::error::CliError;
+use crate::settings::CacheOptions;
 use anyhow::anyhow;
+use mck_remote::Secret;
+use mck_runs::{Registry, RunsError, archive};
+use mck_store::Store;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -208,7 +208,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
 }
 
 fn no_run(run: &str) -> CliError {
-    let run = crate::runs::address::shorten(run);
+    let run = mck_runs::address::shorten(run);
     CliError::usage(anyhow!(
         "no run {run} in this cache (see `mlir-cache-key runs list`)"
     ))

@@ -4,7 +4,7 @@
 //! input's canonical digest. All but the path and the version line are read from the key
 //! record itself, so entries stored before those were recorded show the rest.
 
-use crate::key::{KeyRecord, Readable};
+use mck_key::{KeyRecord, Readable};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::fmt::Write as _;

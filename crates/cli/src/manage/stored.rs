@@ -1,14 +1,13 @@
 //! A stored entry's record, found by key (`<name>-<64 hex>`) or by address: `cache show` (with
 //! the mark of a suspect entry) and `why KEY1 KEY2`.
 
-use super::error::CliError;
-use super::key::explain_lines;
 use super::output::utc;
 use super::show_exec::ExecShown;
-use crate::key::KeyRecord;
-use crate::runs::Registry;
-use crate::store::{CacheKey, Digest, EntryMeta, EntryState, Store, Suspect};
+use crate::error::CliError;
 use anyhow::anyhow;
+use mck_key::{KeyRecord, Readable};
+use mck_runs::Registry;
+use mck_store::{CacheKey, Digest, EntryMeta, EntryState, Store, Suspect};
 use std::fmt::Write as _;
 
 /// Version of the `cache show --json` shape.
@@ -129,6 +128,30 @@ pub fn text(meta: &EntryMeta, suspect: Option<&Suspect>) -> String {
             out.push_str(&serde_json::to_string_pretty(&meta.ingredients).unwrap_or_default());
             out.push('\n');
         }
+    }
+    out
+}
+
+/// JAX's log lines for a key: flag decisions in hash order, then the trace.
+pub fn explain_lines(record: &KeyRecord) -> String {
+    let mut out = String::new();
+    if let Some(Readable::Flags { included, excluded }) =
+        record.entry("XLA flags").map(|e| &e.readable)
+    {
+        let mut decisions: Vec<(&String, bool)> = included
+            .iter()
+            .map(|f| (f, true))
+            .chain(excluded.iter().map(|f| (f, false)))
+            .collect();
+        decisions.sort();
+        for (flag, kept) in decisions {
+            let verb = if kept { "Including" } else { "Not including" };
+            out.push_str(&format!("{verb} XLA flag in cache key: {flag}\n"));
+        }
+    }
+    for line in record.trace_lines() {
+        out.push_str(&line);
+        out.push('\n');
     }
     out
 }
