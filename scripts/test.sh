@@ -132,6 +132,11 @@ env MLIR_SYS_220_PREFIX=/nonexistent TABLEGEN_220_PREFIX=/nonexistent \
 # the pinned canonical digests, and tests/kernel_counts.rs).
 cargo test --locked -p mlir-cache-key
 
+# README's first command, the main job on a corpus module, in the release build users install:
+# a release build differs (clap checks argument names only in debug builds; a release binary once
+# panicked on `cache stats` while every debug test passed).
+bash scripts/example.sh
+
 # lit + FileCheck over the plugin and the CLI (uses target/debug). -v without -s
 # names every test (PASS: …); anything but PASS (UNSUPPORTED, XFAIL, XPASS,
 # UNRESOLVED) fails the run.

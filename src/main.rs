@@ -4,5 +4,5 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    mck_cli::front::main()
+    mck_cli::front::main(env!("MCK_MLIR_VERSION"))
 }

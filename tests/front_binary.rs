@@ -58,7 +58,7 @@ fn a_missing_mlir_binary_is_a_clear_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let alone = dir.path().join("mlir-cache-key");
     std::fs::copy(env!("CARGO_BIN_EXE_mlir-cache-key"), &alone).expect("copy");
-    let out = Command::new(&alone).arg("--version").output().expect("run");
+    let out = run_copy(Command::new(&alone).arg("--help"));
     assert_eq!(out.status.code(), Some(EX_SOFTWARE));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -104,23 +104,23 @@ fn a_direct_hit_runs_without_the_mlir_binary() {
             .args(["exec", "--input", "m.mlir", "--output", output, "--"])
             .arg(&compiler)
             .args(["m.mlir", output]);
-        command.output().expect("run")
+        run_copy(&mut command)
     };
     let wrapped = |program: &std::path::Path, output: &str| {
         let mut path = std::ffi::OsString::from(dir.path());
         path.push(":");
         path.push(std::env::var_os("PATH").unwrap_or_default());
-        Command::new(program)
-            .env("RUNS", dir.path().join("runs"))
-            .env(
-                "MLIR_CACHE_KEY_FLAGS",
-                format!("--cache_dir={}", cache.display()),
-            )
-            .env("PATH", path)
-            .current_dir(dir.path())
-            .args(["m.mlir", "-o", output])
-            .output()
-            .expect("run")
+        run_copy(
+            Command::new(program)
+                .env("RUNS", dir.path().join("runs"))
+                .env(
+                    "MLIR_CACHE_KEY_FLAGS",
+                    format!("--cache_dir={}", cache.display()),
+                )
+                .env("PATH", path)
+                .current_dir(dir.path())
+                .args(["m.mlir", "-o", output]),
+        )
     };
     // Misses, through the installed pair: they store the entries and their manifests.
     assert!(
@@ -174,7 +174,7 @@ fn a_direct_hit_runs_without_the_mlir_binary() {
     assert!(String::from_utf8_lossy(&miss.stderr).contains("mlir-cache-key-mlir"));
 }
 
-/// The commands that manage a cache are the front binary's own: a copy of it with no MLIR
+/// The commands that manage a cache, and `--version`, are the front binary's own: a copy of it with no MLIR
 /// binary beside it runs them, with the MLIR binary's output and exit codes (side by side on the
 /// same cache, errors included).
 #[test]
@@ -210,13 +210,8 @@ fn management_commands_run_without_the_mlir_binary_and_answer_alike() {
         vec!["config", "show"],
         vec!["cache", "stats", "--ttl", "banana"],
     ] {
-        let run = |program: &mut Command| {
-            program
-                .args(&args)
-                .args(["--cache-dir", &cache_dir])
-                .output()
-                .expect("run")
-        };
+        let run =
+            |program: &mut Command| run_copy(program.args(&args).args(["--cache-dir", &cache_dir]));
         let alone = run(&mut Command::new(&front));
         let full = run(&mut mlir_binary());
         assert_eq!(
@@ -236,4 +231,24 @@ fn management_commands_run_without_the_mlir_binary_and_answer_alike() {
             "{args:?} was handed over: {stderr}"
         );
     }
+    for version in ["--version", "-V"] {
+        let alone = run_copy(Command::new(&front).arg(version));
+        let full = mlir_binary().arg(version).output().expect("run");
+        assert!(alone.status.success(), "{alone:?}");
+        assert_eq!(alone.stdout, full.stdout);
+    }
+}
+
+/// Runs a command whose program this test just copied: another thread's child may still hold
+/// the copy open for writing between its fork and exec (ETXTBSY), briefly.
+fn run_copy(command: &mut Command) -> std::process::Output {
+    for _ in 0..200 {
+        match command.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            result => return result.expect("run"),
+        }
+    }
+    panic!("{command:?}: the copied program stayed busy");
 }

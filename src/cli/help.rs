@@ -7,15 +7,9 @@ use clap::CommandFactory as _;
 use std::process::ExitCode;
 use std::sync::LazyLock;
 
-/// `--version`: the crate's version, the MLIR it is built against, the canonical producer.
-pub static LONG_VERSION: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "{} (MLIR {}, canonical producer {})",
-        env!("CARGO_PKG_VERSION"),
-        env!("MCK_MLIR_VERSION"),
-        crate::mlir::PRODUCER
-    )
-});
+/// `--version`, as the front binary prints it too.
+pub static LONG_VERSION: LazyLock<String> =
+    LazyLock::new(|| mck_cli::front::long_version(env!("MCK_MLIR_VERSION")));
 
 /// `-V` and `--version`.
 pub fn long_version() -> &'static str {

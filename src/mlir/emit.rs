@@ -9,10 +9,8 @@ use std::ffi::c_void;
 /// Pinned so that a newer MLIR's default cannot silently change every key.
 pub const BYTECODE_VERSION: i64 = 6;
 
-/// The producer string of canonical output. The default producer embeds the
-/// LLVM patch version; the MLIR version reaches the key through the
-/// compiler-version entry instead. Bump the suffix when canonical bytes change.
-pub const PRODUCER: &str = "mlir-cache-key/2";
+/// The producer string of canonical output (defined MLIR-free, so `--version` needs no MLIR).
+pub const PRODUCER: &str = mck_key::CANONICAL_PRODUCER;
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write MLIR bytecode version {version} with producer {producer:?}")]

@@ -15,17 +15,18 @@ use crate::manage::{self, ManageCommand};
 use crate::settings::{CacheOptions, ProgramOptions};
 use crate::wrap::{Prepared, masquerade_command, masquerade_flags};
 use crate::{compilers, input, logging};
-use clap::Parser;
+use clap::error::ErrorKind;
+use clap::{CommandFactory as _, FromArgMatches as _, Parser};
 use mck_settings::LogLevel;
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
 use std::process::{Command, ExitCode};
 
 /// What the front binary recognizes: `exec`, `wrap` and the management commands, with the
-/// global option they share. Help and version requests and any error go to the MLIR binary,
-/// which words them for the whole command line.
+/// global option they share, and `--version`. Help and any error go to the MLIR binary, which
+/// words them for the whole command line.
 #[derive(Parser)]
-#[command(name = "mlir-cache-key", disable_version_flag = true)]
+#[command(name = "mlir-cache-key")]
 struct Front {
     #[command(flatten)]
     program: ProgramOptions,
@@ -46,8 +47,18 @@ enum Outcome {
     HandOver { missed: bool },
 }
 
-/// The front binary's `main`.
-pub fn main() -> ExitCode {
+/// `--version`: the package's version, the MLIR it is built against (`mlir_version`, which the
+/// root package's build script finds), the canonical producer.
+pub fn long_version(mlir_version: &str) -> String {
+    format!(
+        "{} (MLIR {mlir_version}, canonical producer {})",
+        env!("CARGO_PKG_VERSION"),
+        mck_key::CANONICAL_PRODUCER
+    )
+}
+
+/// The front binary's `main`; `mlir_version` is the MLIR the MLIR binary is built against.
+pub fn main(mlir_version: &str) -> ExitCode {
     let invoked_as = std::env::args_os().next().and_then(|argv0| {
         let name = std::path::Path::new(&argv0)
             .file_name()?
@@ -64,7 +75,11 @@ pub fn main() -> ExitCode {
             &CacheOptions::default(),
             Vec::new(),
         ),
-        None => match Front::try_parse() {
+        None => match Front::command()
+            .version(long_version(mlir_version))
+            .try_get_matches()
+            .and_then(|m| Front::from_arg_matches(&m))
+        {
             Ok(Front {
                 program,
                 command: FrontCommand::Exec(args),
@@ -83,9 +98,9 @@ pub fn main() -> ExitCode {
                 program,
                 command: FrontCommand::Manage(command),
             }) => manage(program.log_level(), command),
-            // A management command's own help and usage errors read the same from either
-            // binary (one definition); the rest is the whole command line's to word.
-            Err(e) if names_management_command() => {
+            // The version, and a management command's own help and usage errors, read the
+            // same from either binary (one definition); the rest is the whole command line's.
+            Err(e) if e.kind() == ErrorKind::DisplayVersion || names_management_command() => {
                 let _ = e.print();
                 Outcome::Done(ExitCode::from(if e.use_stderr() {
                     Failure::Usage.code()

@@ -61,8 +61,11 @@ fn given(
     mut later: impl FnMut(&'static str, String),
 ) -> Result<(), clap::Error> {
     for s in settings {
-        if matches.try_contains_id(s.name).is_err() {
-            continue; // not an option of this command
+        // Not an option of this command, or one not given (a switch always has a value, its
+        // default). Not `try_contains_id`: only debug builds of clap check that an id exists,
+        // and a release build then panicked reading a switch the command lacks.
+        if !matches.ids().any(|id| id.as_str() == s.name) {
+            continue;
         }
         if s.is_switch() {
             if matches.get_flag(s.name) {

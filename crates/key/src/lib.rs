@@ -16,6 +16,11 @@ mod recipe;
 mod record;
 pub mod strings;
 
+/// The producer string of canonical bytecode (written by the root crate's emitter, shown by
+/// `--version`): the default embeds the LLVM patch version, which reaches the key through the
+/// compiler-version entry instead. Bump the suffix when canonical bytes change.
+pub const CANONICAL_PRODUCER: &str = "mlir-cache-key/2";
+
 pub use error::KeyError;
 pub use hash::compute;
 pub use inputs::{
