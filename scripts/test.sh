@@ -170,7 +170,7 @@ matrix=$(bash scripts/python-matrix.sh)
 newest=$(tail -n1 <<<"$matrix" | cut -d' ' -f1)
 # Test files that never import JAX (the store and the remote chain through the
 # extension) run once, on the newest release: the same wheel serves every venv.
-without_jax=(python/tests/test_store.py python/tests/test_remote_chain.py)
+without_jax=(python/tests/test_store.py python/tests/test_remote_chain.py python/tests/test_cli.py)
 while read -r release venv; do
   echo "test: python tests on jax $release" >&2
   "$venv/bin/python" -c 'import mlir_cache_key._native'   # the extension, not a stale copy

@@ -125,7 +125,7 @@ fn run(cli: Cli) -> Result<ExitCode, error::CliError> {
         Command::Why(args) => why::run(args),
         Command::Exec(args) => exec::run(args),
         Command::Wrap(args) => wrap::run(args),
-        Command::Manage(m) => m.run(),
+        Command::Manage(m) => m.run().map(|()| ExitCode::SUCCESS),
         Command::Completions(args) => help::completions(args),
         Command::Man => help::man(),
         Command::ReadBytecodeIsolated { name } => Ok(ExitCode::from(limits::read_bytecode(&name))),

@@ -252,3 +252,24 @@ fn run_copy(command: &mut Command) -> std::process::Output {
     }
     panic!("{command:?}: the copied program stayed busy");
 }
+
+/// The Python package's command line runs the management commands and names the full build for
+/// the others: its two lists together are the MLIR binary's commands, as `--help` lists them.
+#[test]
+fn the_python_command_line_knows_every_command() {
+    let help = mlir_binary().arg("--help").output().expect("help");
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    let mut listed: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    let mut known: Vec<&str> = mck_cli::front::NEEDS_MLIR.to_vec();
+    known.extend(mck_cli::manage::COMMANDS);
+    listed.sort_unstable();
+    known.sort_unstable();
+    assert_eq!(listed, known, "{help}");
+}

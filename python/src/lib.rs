@@ -5,9 +5,10 @@
 //! go on while a key is hashed or a process waits for another's compile.
 //! Audited hits (`verify_rate`, `mark_suspect`, `record_audit`, and the rate's check, the
 //! sampling, the verdict and the outcomes' names of `mck_exec::audit`) are in `audit`; each run's keys
-//! and the prefetch counters in `prefetch`.
+//! and the prefetch counters in `prefetch`; the cache's command line in `cli`.
 
 mod audit;
+mod cli;
 mod prefetch;
 
 mod remote_chain;
@@ -502,5 +503,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prefetch::record_prefetch, m)?)?;
     m.add_class::<Cache>()?;
     audit::register(m)?;
+    cli::register(m)?;
     Ok(())
 }

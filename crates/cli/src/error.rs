@@ -136,12 +136,17 @@ impl CliError {
 
     /// Prints the error (with its causes) once and returns the exit code.
     pub fn report(self) -> ExitCode {
+        ExitCode::from(self.report_code())
+    }
+
+    /// As [`CliError::report`], the exit code as a number (for a caller that is not `main`).
+    pub fn report_code(self) -> u8 {
         let mut message = format!("{}", self.error);
         for cause in self.error.chain().skip(1) {
             message.push_str(&format!("\n  caused by: {cause}"));
         }
         eprintln!("mlir-cache-key: error: {message}");
-        ExitCode::from(self.kind.code())
+        self.kind.code()
     }
 }
 

@@ -121,8 +121,80 @@ pub fn main(mlir_version: &str) -> ExitCode {
 /// line, else from the settings of the cache it names.
 fn manage(log_level: Option<LogLevel>, command: ManageCommand) -> Outcome {
     logging::init(log_level.or_else(|| logging::flags_level(Some(command.cache()))));
-    Outcome::Done(command.run().unwrap_or_else(CliError::report))
+    Outcome::Done(ExitCode::from(run_managed(command)))
 }
+
+/// Runs a management command: its exit code (0, or its error's, reported).
+fn run_managed(command: ManageCommand) -> u8 {
+    command.run().map_or_else(CliError::report_code, |()| 0)
+}
+
+/// The command line of a process that has no MLIR binary beside it (the Python package's
+/// `mlir-cache-key`): `args` as the process got them, without the program's name. It runs
+/// the management commands and `--version` as the front binary does; a command that reads a
+/// module (or a cached compile, which may have to) needs the full build: it says so in one
+/// line and exits 64. The exit code.
+pub fn without_mlir(args: Vec<OsString>) -> u8 {
+    let first_word = args
+        .iter()
+        .find(|a| !a.to_string_lossy().starts_with('-'))
+        .map(|a| a.to_string_lossy().into_owned());
+    let parsed = Front::command()
+        .version(long_version(MLIR_OF_FULL_BUILD))
+        .try_get_matches_from(std::iter::once(OsString::from(FRONT_BINARY)).chain(args))
+        .and_then(|m| Front::from_arg_matches(&m));
+    let needs_mlir = first_word
+        .as_deref()
+        .is_some_and(|w| NEEDS_MLIR.contains(&w));
+    match parsed {
+        Ok(Front {
+            program,
+            command: FrontCommand::Manage(command),
+        }) => {
+            logging::init(
+                program
+                    .log_level()
+                    .or_else(|| logging::flags_level(Some(command.cache()))),
+            );
+            run_managed(command)
+        }
+        // Help, the version, a usage error, an unknown command: clap's words.
+        Err(e) if !needs_mlir => {
+            let _ = e.print();
+            if e.use_stderr() {
+                Failure::Usage.code()
+            } else {
+                0
+            }
+        }
+        _ => {
+            let what = first_word.map_or_else(|| "that".to_owned(), |w| format!("`{w}`"));
+            eprintln!(
+                "mlir-cache-key: error: {what} needs the full build: this command line (the \
+                 Python package's) runs `cache`, `runs`, `config` and `--version`; build the \
+                 full one from the repository (`cargo install --path .`, with LLVM/MLIR 22)"
+            );
+            Failure::Usage.code()
+        }
+    }
+}
+
+/// The commands of the full build that read a module or run a cached compile (which may
+/// have to canonicalize one): the Python package's command line names the full build for them.
+/// (`tests/front_binary.rs` checks this list against the MLIR binary's commands.)
+pub const NEEDS_MLIR: [&str; 8] = [
+    "canon",
+    "kernels",
+    "key",
+    "why",
+    "exec",
+    "wrap",
+    "completions",
+    "man",
+];
+
+/// What `--version` names as the MLIR of a build without one.
+const MLIR_OF_FULL_BUILD: &str = "none: the cache's commands only";
 
 /// Whether the first argument that is not an option names a management command.
 fn names_management_command() -> bool {

@@ -15,8 +15,6 @@ pub mod runs;
 pub mod show_exec;
 pub mod stored;
 
-use std::process::ExitCode;
-
 use clap::Subcommand;
 
 use crate::error::CliError;
@@ -47,7 +45,7 @@ impl ManageCommand {
         }
     }
 
-    pub fn run(self) -> Result<ExitCode, CliError> {
+    pub fn run(self) -> Result<(), CliError> {
         match self {
             ManageCommand::Cache(m) => cache::run(m.command, &m.cache),
             ManageCommand::Runs(m) => runs::run(m.command, &m.cache),

@@ -11,9 +11,8 @@ use crate::error::CliError;
 use crate::settings::CacheOptions;
 use anyhow::{Context as _, anyhow};
 use mck_store::{CacheKey, ListFilter, Lookup, SortBy, Streamed};
-use std::process::ExitCode;
 
-pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError> {
+pub fn run(command: Command, cache: &CacheOptions) -> Result<(), CliError> {
     let tiers = cache.open_to_manage()?;
     let store = tiers.local();
     let text = match command {
@@ -135,9 +134,9 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
                             }),
                         )?;
                         output::stdout(report.as_bytes())?;
-                        return Ok(ExitCode::SUCCESS);
+                        return Ok(());
                     }
-                    Streamed::Written { .. } => return Ok(ExitCode::SUCCESS),
+                    Streamed::Written { .. } => return Ok(()),
                     Streamed::Failed(f) => Lookup::Failed(f),
                     Streamed::Miss => Lookup::Miss,
                 },
@@ -147,7 +146,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
                 Lookup::Hit(artefact) => {
                     output::write(out.as_deref(), &artefact.bytes)?;
                     if !json {
-                        return Ok(ExitCode::SUCCESS);
+                        return Ok(());
                     }
                     versioned(
                         "get",
@@ -171,5 +170,5 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
         }
     };
     output::stdout(text.as_bytes())?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -6,7 +6,6 @@ use crate::error::CliError;
 use crate::settings::CacheOptions;
 use mck_settings::{SETTINGS, set_config};
 use std::fmt::Write as _;
-use std::process::ExitCode;
 
 /// Version of the `config show --json` shape.
 pub const CONFIG_SCHEMA: &str = "mlir-cache-key.config.v1";
@@ -67,7 +66,7 @@ struct ShownSetting {
     source: mck_settings::Source,
 }
 
-pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError> {
+pub fn run(command: Command, cache: &CacheOptions) -> Result<(), CliError> {
     let text = match command {
         Command::Show { json } => {
             let r = cache.resolved()?;
@@ -117,5 +116,5 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<ExitCode, CliError>
         }
     };
     output::stdout(text.as_bytes())?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
