@@ -7,6 +7,9 @@
 #   scripts/python-matrix.sh 0.10.2       # only these
 #   scripts/python-matrix.sh --pip-check  # `pip install ./python` into a fresh Python 3.11
 #                                         # venv with jax 0.10.2; jax.jit must hit our cache
+#   scripts/python-matrix.sh --wheel-check  # the same with target/wheels' manylinux_2_28 wheel
+#                                         # (scripts/build-wheels.sh), no Rust on PATH, on Python
+#                                         # 3.11 (jax 0.10.2) and 3.12 (jax 0.12.0.1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,17 +41,28 @@ find_python() { # minor version, e.g. 3.11
 
 pip_quiet=(--quiet --disable-pip-version-check)
 
-if [ "${1:-}" = "--pip-check" ]; then
+# Installs the package into a fresh venv of Python $1 with jax $2 from $3 (./python: built from
+# source as `pip install ./python` does; or a wheel file: installed with no Rust on PATH), then
+# jax.jit must miss in one process and hit in the next, and the venv's `mlir-cache-key cache
+# stats --json` must count those hits.
+check_install() {
+  local python=$1 jax=$2 source=$3 fresh
   fresh=$(mktemp -d)
-  trap 'rm -rf "$fresh"' EXIT
-  "$(find_python 3.11)" -m venv "$fresh/venv"
-  "$fresh/venv/bin/pip" download "${pip_quiet[@]}" -d "$wheels" jax==0.10.2 jaxlib==0.10.2 maturin >&2
+  "$(find_python "$python")" -m venv "$fresh/venv"
+  "$fresh/venv/bin/pip" download "${pip_quiet[@]}" -d "$wheels" "jax==$jax" "jaxlib==$jax" maturin >&2
   "$fresh/venv/bin/pip" install "${pip_quiet[@]}" --no-index --find-links "$wheels" \
-    jax==0.10.2 jaxlib==0.10.2 >&2
-  # The package from source, as a user installs it (maturin builds the extension).
-  "$fresh/venv/bin/pip" install "${pip_quiet[@]}" --find-links "$wheels" ./python >&2
+    "jax==$jax" "jaxlib==$jax" >&2
+  local path=$PATH
+  if [ "$source" != ./python ]; then
+    # What a user without Rust has: no cargo, no rustc, nothing of ~/.cargo.
+    path=$(tr ':' '\n' <<<"$PATH" | grep -v '\.cargo' | paste -sd:)
+    if PATH=$path command -v cargo >/dev/null || PATH=$path command -v rustc >/dev/null; then
+      echo "python-matrix: cargo or rustc is still on PATH without ~/.cargo" >&2; exit 1
+    fi
+  fi
+  PATH=$path "$fresh/venv/bin/pip" install "${pip_quiet[@]}" --find-links "$wheels" "$source" >&2
   for run in first second; do
-    JAX_PLATFORMS=cpu "$fresh/venv/bin/python" - "$fresh/cache" "$run" <<'PY'
+    PATH=$path JAX_PLATFORMS=cpu "$fresh/venv/bin/python" - "$fresh/cache" "$run" <<'PY'
 import sys
 import jax, jax.numpy as jnp
 from jax._src import monitoring
@@ -64,9 +78,29 @@ misses = events.count("/jax/compilation_cache/cache_misses")
 ok = (hits == 0 < misses) if sys.argv[2] == "first" else (misses == 0 < hits)
 assert ok, f"{sys.argv[2]} run: {hits} hits, {misses} misses"
 assert mj.installed().stats()["hits" if hits else "puts"] >= 1
-print(f"pip-check: jax {jax.__version__}, {sys.argv[2]} run: {hits} hit(s), {misses} miss(es)")
+print(f"install-check: jax {jax.__version__}, {sys.argv[2]} run: {hits} hit(s), {misses} miss(es)")
 PY
   done
+  PATH=$path "$fresh/venv/bin/mlir-cache-key" cache stats --json --cache-dir "$fresh/cache" |
+    "$fresh/venv/bin/python" -c '
+import json, sys
+stats = json.load(sys.stdin)
+assert stats["hits"] >= 1 and stats["entries"] >= 1, stats
+print("install-check: mlir-cache-key of the venv, cache stats:", stats["hits"], "hit(s),",
+      stats["entries"], "entries")'
+  rm -rf "$fresh"
+}
+
+if [ "${1:-}" = "--pip-check" ]; then
+  check_install 3.11 0.10.2 ./python
+  exit 0
+fi
+
+# The wheel of scripts/build-wheels.sh, installed where there is no Rust, on both Pythons.
+if [ "${1:-}" = "--wheel-check" ]; then
+  wheel=$(ls target/wheels/mlir_cache_key-*-abi3-manylinux_2_28_x86_64.whl)
+  check_install 3.11 0.10.2 "$wheel"
+  check_install 3.12 0.12.0.1 "$wheel"
   exit 0
 fi
 

@@ -184,6 +184,10 @@ while read -r release venv; do
   "$venv/bin/pytest" -v -p no:cacheprovider "${skip[@]}" python/tests
 done <<<"$matrix"
 bash scripts/python-matrix.sh --pip-check
+# The wheel pip users get: manylinux_2_28 (zig), checked by auditwheel, then installed where
+# there is no Rust, on Python 3.11 and 3.12 (scripts/build-wheels.sh, --wheel-check).
+bash scripts/build-wheels.sh
+bash scripts/python-matrix.sh --wheel-check
 
 # The fuzz target (its own workspace, fuzz/): type-checked on stable, then a
 # short smoke run of the libFuzzer binary with coverage instrumentation (stable
