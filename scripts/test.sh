@@ -52,10 +52,12 @@ bash scripts/setup.sh
 
 # The servers this run starts, its own and the tests' (Redis, Redis Cluster nodes, stunnel,
 # Garage, the GCS emulator): none may outlive it. Those running before it are not its own.
-# A zombie (killed, not yet reaped by its parent) runs no more and is not counted.
+# A zombie (killed, not yet reaped by its parent) runs no more and is not counted. The
+# emulator's name is joined inside awk, so that awk's own command line does not hold it.
 running_servers() {
-  ps -eo pid=,stat=,comm=,args= | awk -v emulator="gcp-storage""-emulator" '
-    $2 !~ /^Z/ && ($3 == "redis-server" || $3 == "stunnel4" || $3 == "garage" || index($0, emulator)) { print $1 }' | sort -u
+  ps -eo pid=,stat=,comm=,args= | awk '
+    $2 !~ /^Z/ && ($3 == "redis-server" || $3 == "stunnel4" || $3 == "garage" ||
+                   index($0, "gcp-storage" "-emulator")) { print $1 }' | sort -u
 }
 servers_before=$(running_servers)
 
