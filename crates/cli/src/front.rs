@@ -97,16 +97,15 @@ pub fn main(mlir_version: &str) -> ExitCode {
             Ok(Front {
                 program,
                 command: FrontCommand::Manage(command),
-            }) => manage(program.log_level(), command),
+            }) => Outcome::Done(ExitCode::from(manage(program.log_level(), command))),
             // The version, and a management command's own help and usage errors, read the
             // same from either binary (one definition); the rest is the whole command line's.
-            Err(e) if e.kind() == ErrorKind::DisplayVersion || names_management_command() => {
-                let _ = e.print();
-                Outcome::Done(ExitCode::from(if e.use_stderr() {
-                    Failure::Usage.code()
-                } else {
-                    0
-                }))
+            Err(e)
+                if e.kind() == ErrorKind::DisplayVersion
+                    || first_word(std::env::args_os().skip(1))
+                        .is_some_and(|w| manage::COMMANDS.contains(&w.as_str())) =>
+            {
+                Outcome::Done(ExitCode::from(clap_says(&e)))
             }
             Err(_) => Outcome::HandOver { missed: false },
         },
@@ -117,16 +116,29 @@ pub fn main(mlir_version: &str) -> ExitCode {
     }
 }
 
-/// A management command, run here as the MLIR binary would: the log level from the command
-/// line, else from the settings of the cache it names.
-fn manage(log_level: Option<LogLevel>, command: ManageCommand) -> Outcome {
+/// A management command, run here as the MLIR binary would (the log level from the command
+/// line, else from the settings of the cache it names): its exit code, 0 or its error's,
+/// reported.
+fn manage(log_level: Option<LogLevel>, command: ManageCommand) -> u8 {
     logging::init(log_level.or_else(|| logging::flags_level(Some(command.cache()))));
-    Outcome::Done(ExitCode::from(run_managed(command)))
+    command.run().map_or_else(CliError::report_code, |()| 0)
 }
 
-/// Runs a management command: its exit code (0, or its error's, reported).
-fn run_managed(command: ManageCommand) -> u8 {
-    command.run().map_or_else(CliError::report_code, |()| 0)
+/// Prints what clap has to say (help, the version, a usage error): its exit code.
+fn clap_says(e: &clap::Error) -> u8 {
+    let _ = e.print();
+    if e.use_stderr() {
+        Failure::Usage.code()
+    } else {
+        0
+    }
+}
+
+/// The first argument that is not an option: the command, when there is one.
+fn first_word(args: impl IntoIterator<Item = OsString>) -> Option<String> {
+    args.into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .find(|a| !a.starts_with('-'))
 }
 
 /// The command line of a process that has no MLIR binary beside it (the Python package's
@@ -135,10 +147,7 @@ fn run_managed(command: ManageCommand) -> u8 {
 /// module (or a cached compile, which may have to) needs the full build: it says so in one
 /// line and exits 64. The exit code.
 pub fn without_mlir(args: Vec<OsString>) -> u8 {
-    let first_word = args
-        .iter()
-        .find(|a| !a.to_string_lossy().starts_with('-'))
-        .map(|a| a.to_string_lossy().into_owned());
+    let first_word = first_word(args.iter().cloned());
     let parsed = Front::command()
         .version(long_version(MLIR_OF_FULL_BUILD))
         .try_get_matches_from(std::iter::once(OsString::from(FRONT_BINARY)).chain(args))
@@ -150,23 +159,9 @@ pub fn without_mlir(args: Vec<OsString>) -> u8 {
         Ok(Front {
             program,
             command: FrontCommand::Manage(command),
-        }) => {
-            logging::init(
-                program
-                    .log_level()
-                    .or_else(|| logging::flags_level(Some(command.cache()))),
-            );
-            run_managed(command)
-        }
+        }) => manage(program.log_level(), command),
         // Help, the version, a usage error, an unknown command: clap's words.
-        Err(e) if !needs_mlir => {
-            let _ = e.print();
-            if e.use_stderr() {
-                Failure::Usage.code()
-            } else {
-                0
-            }
-        }
+        Err(e) if !needs_mlir => clap_says(&e),
         _ => {
             let what = first_word.map_or_else(|| "that".to_owned(), |w| format!("`{w}`"));
             eprintln!(
@@ -195,14 +190,6 @@ pub const NEEDS_MLIR: [&str; 8] = [
 
 /// What `--version` names as the MLIR of a build without one.
 const MLIR_OF_FULL_BUILD: &str = "none: the cache's commands only";
-
-/// Whether the first argument that is not an option names a management command.
-fn names_management_command() -> bool {
-    std::env::args()
-        .skip(1)
-        .find(|a| !a.starts_with('-'))
-        .is_some_and(|a| manage::COMMANDS.contains(&a.as_str()))
-}
 
 /// A direct hit (or an exec with caching off), served; else what to hand over.
 fn serve(log_level: Option<LogLevel>, args: &crate::exec::Args) -> Outcome {
