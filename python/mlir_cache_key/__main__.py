@@ -1,4 +1,4 @@
-"""`python -m mlir_cache_key …`: the cache's command line (see `_cli`)."""
+"""`python -m mlir_cache_key …`: the command line without MLIR (see `_cli`)."""
 
 from ._cli import main
 

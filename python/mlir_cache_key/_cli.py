@@ -1,6 +1,7 @@
-"""`mlir-cache-key` from the wheel: the cache's command line (`cache`, `runs`, `config`,
-`--version`) on the same store, settings and output as the full binary's; a command that
-reads MLIR says it needs the full build and exits 64."""
+"""The command line without MLIR (`python -m mlir_cache_key`, and a source install's
+`mlir-cache-key`): the cache's commands, `why` of stored keys, help, completions, the man page
+and direct-mode hits, with the full binary's output; a command that reads a module names the
+full build and exits 64. The wheel installs the same as a native `mlir-cache-key`."""
 
 import sys
 

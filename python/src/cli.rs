@@ -1,6 +1,7 @@
-//! `mlir-cache-key` and `python -m mlir_cache_key`: the cache's command line from the wheel,
-//! which carries no MLIR (`mck_cli::front::without_mlir`: `cache`, `runs`, `config`,
-//! `--version`; a command that reads MLIR names the full build and exits 64).
+//! `python -m mlir_cache_key` (and a source install's `mlir-cache-key`): the command line
+//! without MLIR (`mck_cli::front::without_mlir`: the cache's commands, `why` of stored keys,
+//! help, completions, the man page, direct-mode hits; a command that reads a module names the
+//! full build and exits 64). The wheel's `mlir-cache-key` is the same as a native program.
 
 use std::ffi::OsString;
 

@@ -1,42 +1,14 @@
 //! `mlir-cache-key canon`: canonical bytecode, its text, or its digest.
 
 use super::error::CliError;
-use super::module::{CanonOptions as _, ModuleFlags, canonical_hlo};
+use super::module::{CanonOptions as _, ReadModule as _, canonical_hlo};
 use super::{input, output};
 use crate::canon::{CanonicalModule, timings};
 use crate::mlir::{new_context, parse_module};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Emit {
-    Bytecode,
-    Text,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// MLIR text or bytecode, or a serialized XLA HloModuleProto (optionally
-    /// gzip-compressed); `-` reads stdin.
-    input: PathBuf,
-    /// Where to write the output [default: stdout].
-    #[arg(short, long, value_name = "OUT")]
-    output: Option<PathBuf>,
-    /// Output canonical bytecode (HLO: the canonical proto), or its text
-    /// (MLIR generic form, with every location inline when --keep-locations
-    /// keeps them in the bytes; HLO: one field per line).
-    #[arg(long, value_enum, default_value = "bytecode")]
-    emit: Emit,
-    /// Print the SHA-256 of the canonical bytecode instead of the bytes.
-    #[arg(long, conflicts_with = "emit")]
-    digest: bool,
-    /// Print how long each step took (parse, clone, kernels, strip, write,
-    /// hash) to stderr.
-    #[arg(long)]
-    timings: bool,
-    #[command(flatten)]
-    module: ModuleFlags,
-}
+pub use mck_cli::command_line::canon::{Args, Emit};
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let input = args.module.read(&args.input)?;

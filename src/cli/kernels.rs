@@ -1,25 +1,14 @@
 //! `mlir-cache-key kernels`: every embedded kernel, and how it is stripped.
 
 use super::error::CliError;
-use super::module::{CanonOptions as _, ModuleFlags, canonical_hlo};
+use super::module::{CanonOptions as _, ReadModule as _, canonical_hlo};
 use super::output;
 use crate::canon::{CanonicalModule, KernelAction, KernelKind};
 use crate::mlir::{new_context, parse_module};
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// MLIR text or bytecode (an HloModuleProto has no kernels to list); `-`
-    /// reads stdin.
-    input: PathBuf,
-    #[command(flatten)]
-    module: ModuleFlags,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    json: bool,
-}
+pub use mck_cli::command_line::kernels::Args;
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     let input = args.module.read(&args.input)?;

@@ -2,45 +2,16 @@
 //! record.
 
 use super::error::CliError;
-use super::key_args::KeyArgs;
-use super::module::{CanonFlags, KernelArg, ModuleFlags, with_computation};
+use super::module::{CanonFlags, KernelArg, ReadModule as _, with_computation};
 use super::output;
 use super::stored::explain_lines;
 use crate::key::{Computation, KeyRecord, MosaicKernels, compute};
 use anyhow::anyhow;
+use mck_cli::key_args::KeyArgs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// The module (MLIR text or bytecode, or an XLA HloModuleProto; `-` reads
-    /// stdin).
-    #[arg(required_unless_present = "computation_bytes")]
-    input: Option<PathBuf>,
-    /// Use these bytes as the computation entry instead of canonicalizing
-    /// INPUT (requires --module-name).
-    #[arg(
-        long,
-        value_name = "FILE",
-        conflicts_with = "input",
-        requires = "module_name"
-    )]
-    computation_bytes: Option<PathBuf>,
-    /// The key's prefix [default: the module's sym_name, or the
-    /// HloModuleProto's name].
-    #[arg(long, value_name = "NAME")]
-    module_name: Option<String>,
-    /// Print JAX's 16 trace lines and the flag decisions to stderr.
-    #[arg(long)]
-    explain: bool,
-    /// Print the key's full record as JSON (entries, digests, readable forms).
-    #[arg(long)]
-    json: bool,
-    #[command(flatten)]
-    module: ModuleFlags,
-    #[command(flatten)]
-    key: KeyArgs,
-}
+pub use mck_cli::command_line::key::Args;
 
 pub fn run(args: Args) -> Result<ExitCode, CliError> {
     args.module.apply_limits()?;

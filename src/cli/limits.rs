@@ -10,7 +10,7 @@ use anyhow::Context as _;
 pub use mck_cli::flags::InputLimits;
 
 /// The hidden command the child process runs.
-pub const READ_BYTECODE_COMMAND: &str = "read-bytecode-isolated";
+pub use mck_cli::command_line::READ_BYTECODE_COMMAND;
 
 /// Applies the limits to the rest of this process.
 pub fn apply(limits: &InputLimits) -> Result<(), CliError> {

@@ -3,14 +3,13 @@
 
 use super::error::CliError;
 use super::input::{self, Input};
-use super::limits::InputLimits;
 use crate::canon::{CanonicalModule, KernelMode, Options, module_name};
 use crate::key::{CanonicalSource, Computation, SourceError};
 use crate::mlir::{new_context, parse_module};
 use anyhow::anyhow;
 use std::path::Path;
 
-pub use mck_cli::flags::{CanonFlags, InputFormat, KernelArg};
+pub use mck_cli::flags::{CanonFlags, InputFormat, KernelArg, ModuleFlags};
 
 impl From<crate::canon::CanonError> for CliError {
     fn from(e: crate::canon::CanonError) -> Self {
@@ -20,22 +19,20 @@ impl From<crate::canon::CanonError> for CliError {
 
 /// How the commands that read one module (`canon`, `kernels`, `key`, `why`) take it in: the
 /// canonicalizer's flags and the input's limits.
-#[derive(Debug, clap::Args)]
-pub struct ModuleFlags {
-    #[command(flatten)]
-    pub canon: CanonFlags,
-    #[command(flatten)]
-    pub limits: InputLimits,
+/// Reading a MODULE argument under its limits (bytecode read by MLIR in a child process).
+pub trait ReadModule {
+    /// Applies the limits: the size bound and the isolation of bytecode reads.
+    fn apply_limits(&self) -> Result<(), CliError>;
+    /// Applies the limits, then reads `path` (`-`: stdin).
+    fn read(&self, path: &Path) -> Result<Input, CliError>;
 }
 
-impl ModuleFlags {
-    /// Puts the limits in force for this process (before any input is read).
-    pub fn apply_limits(&self) -> Result<(), CliError> {
+impl ReadModule for ModuleFlags {
+    fn apply_limits(&self) -> Result<(), CliError> {
         super::limits::apply(&self.limits)
     }
 
-    /// `path` (`-`: stdin) read under the limits.
-    pub fn read(&self, path: &Path) -> Result<Input, CliError> {
+    fn read(&self, path: &Path) -> Result<Input, CliError> {
         self.apply_limits()?;
         input::read(path)
     }

@@ -15,6 +15,7 @@ use crate::mlir::ops::{OpRef, print_operation};
 use crate::mlir::parse::read_to_explain;
 use crate::mlir::walk::{WalkMode, walk};
 use crate::mlir::{new_context, parse_module};
+use mck_cli::why::first_differing_line;
 use melior::Context;
 
 /// The lines that replace the computation's details when the first difference of the
@@ -122,18 +123,6 @@ fn kernel_text(context: &Context, payload: &[u8]) -> Option<(String, bool)> {
         print_operation(module.as_operation(), true, false),
         may_misread,
     ))
-}
-
-fn first_differing_line(a: &str, b: &str) -> Option<usize> {
-    let (mut x, mut y) = (a.lines(), b.lines());
-    let mut line = 0;
-    loop {
-        match (x.next(), y.next()) {
-            (None, None) => return None,
-            (p, q) if p != q => return Some(line),
-            _ => line += 1,
-        }
-    }
 }
 
 /// The operation a line of generic text starts (`%0 = "arith.constant"(…` or `"tt.return"(…`).

@@ -94,15 +94,54 @@ pub fn reason(error: &CliError) -> String {
 
 /// Warns (once: a process bypasses at most once) and runs `command` without the cache.
 pub fn run_bypassed(command: &[OsString], reason: &str) -> Result<ExitCode, CliError> {
+    warn_once(&format!(
+        "mlir-cache-key: warning: running the compiler without the cache: {reason}\n\
+         mlir-cache-key: warning: to fix it, make the cache directory yours and writable, or \
+         choose another with --cache_dir=DIR in {FLAGS_VAR} (--cache_errors=fail makes this \
+         an error)"
+    ));
+    run_named(command)
+}
+
+/// A compile whose module must be canonicalized, in a process without MLIR (the Python
+/// package's command line, `command_name` its command): run without the cache and warned, as
+/// past an unusable cache, so that a build never fails for want of MLIR; `cache_errors = fail`
+/// refuses it instead (exit 64).
+pub fn run_without_canonicalizer(
+    command: &[OsString],
+    cache: &CacheOptions,
+    command_name: &str,
+) -> Result<ExitCode, CliError> {
+    let policy = POLICY
+        .get()
+        .copied()
+        .unwrap_or_else(|| match cache.resolved() {
+            Ok(resolved) => resolved.settings.cache_errors,
+            Err(_) => policy_without_file(cache),
+        });
+    if policy == CacheErrors::Fail {
+        return Err(CliError::needs_mlir(format!(
+            "`{command_name}` of a module that is not a direct-mode hit"
+        )));
+    }
+    warn_once(
+        "mlir-cache-key: warning: running the compiler without the cache: this command line \
+         (the Python package's) has no MLIR to canonicalize the module, so it serves \
+         direct-mode hits only; the full build (`cargo install --path .`, with LLVM/MLIR 22) \
+         caches misses too (--cache_errors=fail makes this an error)",
+    );
+    run_named(command)
+}
+
+fn warn_once(warning: &str) {
     static WARNED: OnceLock<()> = OnceLock::new();
     if WARNED.set(()).is_ok() {
-        eprintln!(
-            "mlir-cache-key: warning: running the compiler without the cache: {reason}\n\
-             mlir-cache-key: warning: to fix it, make the cache directory yours and writable, or \
-             choose another with --cache_dir=DIR in {FLAGS_VAR} (--cache_errors=fail makes this \
-             an error)"
-        );
+        eprintln!("{warning}");
     }
+}
+
+/// [`run_plain`], a failure to start naming the compiler.
+fn run_named(command: &[OsString]) -> Result<ExitCode, CliError> {
     run_plain(command).map_err(|e| {
         CliError::no_input(anyhow!(
             "cannot run {}: {e}",

@@ -31,6 +31,15 @@ pub fn exit_code(status: i32) -> ExitCode {
     }
 }
 
+/// An exit code as its number, for a caller that is not `main` (the Python package's command
+/// line returns it to the interpreter). `ExitCode` keeps its number private; its equality
+/// gives it back.
+pub fn exit_number(code: ExitCode) -> u8 {
+    (0..=u8::MAX)
+        .find(|&n| ExitCode::from(n) == code)
+        .unwrap_or(Failure::Other.code())
+}
+
 impl Failure {
     /// Every failure, in the order of the exit-code table.
     pub const ALL: [Failure; 6] = [
@@ -217,5 +226,38 @@ impl From<mck_exec::ExecError> for CliError {
             kind,
             error: e.into(),
         }
+    }
+}
+
+/// What a process without MLIR cannot do (`what`: the command, as a user would name it). The
+/// front binary hands such a command to the MLIR binary; the Python package's command line,
+/// which has none beside it, refuses it with this message (exit 64).
+#[derive(Debug)]
+pub struct NeedsMlir(pub String);
+
+impl std::fmt::Display for NeedsMlir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} needs the full build: this command line (the Python package's) has no MLIR: it \
+             runs `cache`, `runs`, `config`, `why` of stored keys and reports, `completions`, \
+             `man` and direct-mode hits; build the full one from the repository (`cargo install \
+             --path .`, with LLVM/MLIR 22)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for NeedsMlir {}
+
+impl CliError {
+    /// `what` needs MLIR, which this process lacks (a usage error).
+    pub fn needs_mlir(what: impl Into<String>) -> Self {
+        CliError::usage(NeedsMlir(what.into()))
+    }
+
+    /// Whether this is [`CliError::needs_mlir`]: what the front binary hands over.
+    pub fn is_needs_mlir(&self) -> bool {
+        self.error.downcast_ref::<NeedsMlir>().is_some()
     }
 }

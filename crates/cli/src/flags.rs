@@ -78,3 +78,12 @@ pub struct InputLimits {
     #[arg(long, value_name = "SECONDS", value_parser = |s: &str| parse_seconds(s, false))]
     pub parse_timeout: Option<Duration>,
 }
+
+/// A module argument's options: how it is canonicalized, and what reading it may cost.
+#[derive(Debug, clap::Args)]
+pub struct ModuleFlags {
+    #[command(flatten)]
+    pub canon: CanonFlags,
+    #[command(flatten)]
+    pub limits: InputLimits,
+}

@@ -1,46 +1,29 @@
-//! The `mlir-cache-key` binary users run. It serves a direct-mode hit of `exec` or `wrap` (or
-//! of a symlink named after a compiler) and the commands that manage a cache (`cache`, `runs`,
-//! `config`: `manage`) itself, without MLIR: linking libMLIR/libLLVM costs
-//! every process ~20 ms of symbol resolution and ~85 MB of resident memory before it does
-//! anything. Everything else — other commands, stdin input, `--no-direct`, a direct miss — it
-//! hands to the MLIR binary installed beside it, which
-//! replaces this process with the same arguments (and `argv[0]`, so a symlink named after a
-//! compiler still wraps that compiler); the names and the marker it sets are in `handover`.
+//! The `mlir-cache-key` binary users run. It parses the whole command line (one definition,
+//! `command_line`) and serves itself, without MLIR, what needs none: a direct-mode hit of
+//! `exec` or `wrap` (or of a symlink named after a compiler), the commands that manage a cache
+//! (`cache`, `runs`, `config`), `why` of stored keys and reports, `completions`, `man`, help,
+//! the version and usage errors. Linking libMLIR/libLLVM costs every process ~20 ms of symbol
+//! resolution and ~85 MB of resident memory before it does anything. The rest — commands that
+//! read a module, stdin input, `--no-direct`, a direct miss — it hands to the MLIR binary
+//! installed beside it, which replaces this process with the same arguments (and `argv[0]`, so
+//! a symlink named after a compiler still wraps that compiler); the names and the marker it
+//! sets are in `handover`. The Python package's command line is the same without the MLIR
+//! binary ([`without_mlir`]).
 
+use crate::command_line::{self, Cli, Command};
 use crate::error::{CliError, Failure};
 use crate::exec::{Exec, Opened};
 use crate::flags::CanonFlags;
 use crate::handover::{self, FRONT_BINARY, MLIR_BINARY};
-use crate::manage::{self, ManageCommand};
-use crate::settings::{CacheOptions, ProgramOptions};
+use crate::manage::ManageCommand;
+use crate::settings::CacheOptions;
+use crate::why::Mlir;
 use crate::wrap::{Prepared, masquerade_command, masquerade_flags};
-use crate::{compilers, input, logging};
-use clap::error::ErrorKind;
-use clap::{CommandFactory as _, FromArgMatches as _, Parser};
+use crate::{bypass, compilers, help, input, logging};
 use mck_settings::LogLevel;
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt as _;
-use std::process::{Command, ExitCode};
-
-/// What the front binary recognizes: `exec`, `wrap` and the management commands, with the
-/// global option they share, and `--version`. Help and any error go to the MLIR binary, which
-/// words them for the whole command line.
-#[derive(Parser)]
-#[command(name = "mlir-cache-key")]
-struct Front {
-    #[command(flatten)]
-    program: ProgramOptions,
-    #[command(subcommand)]
-    command: FrontCommand,
-}
-
-#[derive(clap::Subcommand)]
-enum FrontCommand {
-    Exec(Box<crate::exec::Args>),
-    Wrap(crate::wrap::Args),
-    #[command(flatten)]
-    Manage(ManageCommand),
-}
+use std::process::{Command as Process, ExitCode};
 
 enum Outcome {
     Done(ExitCode),
@@ -66,7 +49,7 @@ pub fn main(mlir_version: &str) -> ExitCode {
             .to_string();
         compilers::known(&name).map(|_| name)
     });
-    // Anything it does not recognize (help, errors included) is the MLIR binary's to handle.
+    let version = long_version(mlir_version);
     let outcome = match invoked_as {
         Some(name) => serve_wrap(
             None,
@@ -75,44 +58,40 @@ pub fn main(mlir_version: &str) -> ExitCode {
             &CacheOptions::default(),
             Vec::new(),
         ),
-        None => match Front::command()
-            .version(long_version(mlir_version))
-            .try_get_matches()
-            .and_then(|m| Front::from_arg_matches(&m))
-        {
-            Ok(Front {
-                program,
-                command: FrontCommand::Exec(args),
-            }) => serve(program.log_level(), &args),
-            Ok(Front {
-                program,
-                command: FrontCommand::Wrap(args),
-            }) => serve_wrap(
-                program.log_level(),
-                &args.command,
-                &args.canon,
-                &args.cache,
-                args.env,
-            ),
-            Ok(Front {
-                program,
-                command: FrontCommand::Manage(command),
-            }) => Outcome::Done(ExitCode::from(manage(program.log_level(), command))),
-            // The version, and a management command's own help and usage errors, read the
-            // same from either binary (one definition); the rest is the whole command line's.
-            Err(e)
-                if e.kind() == ErrorKind::DisplayVersion
-                    || first_word(std::env::args_os().skip(1))
-                        .is_some_and(|w| manage::COMMANDS.contains(&w.as_str())) =>
-            {
-                Outcome::Done(ExitCode::from(clap_says(&e)))
-            }
-            Err(_) => Outcome::HandOver { missed: false },
+        None => match command_line::parse(&version, std::env::args_os()) {
+            Ok(cli) => serve_command(cli, &version, Mlir::Beside),
+            Err(e) => Outcome::Done(ExitCode::from(clap_says(&e))),
         },
     };
     match outcome {
         Outcome::Done(code) => code,
         Outcome::HandOver { missed } => hand_over(missed),
+    }
+}
+
+/// Runs `cli`'s command if it needs no MLIR (or is a direct hit); else what to hand over.
+fn serve_command(cli: Cli, version: &str, mlir: Mlir<'_>) -> Outcome {
+    let level = cli.program.log_level();
+    let done =
+        |result: Result<ExitCode, CliError>| Outcome::Done(result.unwrap_or_else(CliError::report));
+    match cli.command {
+        Command::Exec(args) => serve(level, &args),
+        Command::Wrap(args) => serve_wrap(level, &args.command, &args.canon, &args.cache, args.env),
+        Command::Manage(command) => Outcome::Done(ExitCode::from(manage(level, command))),
+        Command::Why(args) => {
+            logging::init(level.or_else(|| logging::flags_level(None)));
+            let beside = matches!(mlir, Mlir::Beside);
+            match crate::why::run(args, mlir) {
+                Err(e) if beside && e.is_needs_mlir() => Outcome::HandOver { missed: false },
+                result => done(result),
+            }
+        }
+        Command::Completions(args) => done(help::completions(args, command_line::command(version))),
+        Command::Man => done(help::man()),
+        Command::Canon(_)
+        | Command::Kernels(_)
+        | Command::Key(_)
+        | Command::ReadBytecodeIsolated { .. } => Outcome::HandOver { missed: false },
     }
 }
 
@@ -125,7 +104,7 @@ fn manage(log_level: Option<LogLevel>, command: ManageCommand) -> u8 {
 }
 
 /// Prints what clap has to say (help, the version, a usage error): its exit code.
-fn clap_says(e: &clap::Error) -> u8 {
+pub fn clap_says(e: &clap::Error) -> u8 {
     let _ = e.print();
     if e.use_stderr() {
         Failure::Usage.code()
@@ -134,59 +113,37 @@ fn clap_says(e: &clap::Error) -> u8 {
     }
 }
 
-/// The first argument that is not an option: the command, when there is one.
-fn first_word(args: impl IntoIterator<Item = OsString>) -> Option<String> {
-    args.into_iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .find(|a| !a.starts_with('-'))
-}
-
 /// The command line of a process that has no MLIR binary beside it (the Python package's
-/// `mlir-cache-key`): `args` as the process got them, without the program's name. It runs
-/// the management commands and `--version` as the front binary does; a command that reads a
-/// module (or a cached compile, which may have to) needs the full build: it says so in one
-/// line and exits 64. The exit code.
+/// `mlir-cache-key`): `args` as the process got them, without the program's name. It serves
+/// what the front binary serves; a command that reads a module names the full build in one
+/// line and exits 64; a compile it cannot serve from the cache (a miss, stdin, `--no-direct`)
+/// runs the compiler without the cache, warned, as an unusable cache does (`cache_errors =
+/// fail`: refused, exit 64). The exit code.
 pub fn without_mlir(args: Vec<OsString>) -> u8 {
-    let first_word = first_word(args.iter().cloned());
-    let parsed = Front::command()
-        .version(long_version(MLIR_OF_FULL_BUILD))
-        .try_get_matches_from(std::iter::once(OsString::from(FRONT_BINARY)).chain(args))
-        .and_then(|m| Front::from_arg_matches(&m));
-    let needs_mlir = first_word
-        .as_deref()
-        .is_some_and(|w| NEEDS_MLIR.contains(&w));
-    match parsed {
-        Ok(Front {
-            program,
-            command: FrontCommand::Manage(command),
-        }) => manage(program.log_level(), command),
-        // Help, the version, a usage error, an unknown command: clap's words.
-        Err(e) if !needs_mlir => clap_says(&e),
-        _ => {
-            let what = first_word.map_or_else(|| "that".to_owned(), |w| format!("`{w}`"));
-            eprintln!(
-                "mlir-cache-key: error: {what} needs the full build: this command line (the \
-                 Python package's) runs `cache`, `runs`, `config` and `--version`; build the \
-                 full one from the repository (`cargo install --path .`, with LLVM/MLIR 22)"
-            );
-            Failure::Usage.code()
+    let version = long_version(MLIR_OF_FULL_BUILD);
+    let cli = match command_line::parse(
+        &version,
+        std::iter::once(OsString::from(FRONT_BINARY)).chain(args),
+    ) {
+        Ok(cli) => cli,
+        Err(e) => return clap_says(&e),
+    };
+    let name = cli.command.name();
+    let compile = match &cli.command {
+        Command::Exec(args) => Some((args.command.clone(), args.cache.clone())),
+        Command::Wrap(args) => Some((args.command.clone(), args.cache.clone())),
+        _ => None,
+    };
+    match (serve_command(cli, &version, Mlir::Absent), compile) {
+        (Outcome::Done(code), _) => crate::error::exit_number(code),
+        (Outcome::HandOver { .. }, Some((command, cache))) => {
+            let code = bypass::run_without_canonicalizer(&command, &cache, name)
+                .unwrap_or_else(CliError::report);
+            crate::error::exit_number(code)
         }
+        (Outcome::HandOver { .. }, None) => CliError::needs_mlir(format!("`{name}`")).report_code(),
     }
 }
-
-/// The commands of the full build that read a module or run a cached compile (which may
-/// have to canonicalize one): the Python package's command line names the full build for them.
-/// (`tests/front_binary.rs` checks this list against the MLIR binary's commands.)
-pub const NEEDS_MLIR: [&str; 8] = [
-    "canon",
-    "kernels",
-    "key",
-    "why",
-    "exec",
-    "wrap",
-    "completions",
-    "man",
-];
 
 /// What `--version` names as the MLIR of a build without one.
 const MLIR_OF_FULL_BUILD: &str = "none: the cache's commands only";
@@ -276,7 +233,7 @@ fn hand_over(missed: bool) -> ExitCode {
             return ExitCode::from(Failure::Other.code());
         }
     };
-    let mut command = Command::new(&binary);
+    let mut command = Process::new(&binary);
     command.arg0(argv0).args(args);
     if missed {
         handover::mark_direct_missed(&mut command);

@@ -32,9 +32,6 @@ pub enum ManageCommand {
     Config(Managed<config::Command>),
 }
 
-/// The names of the management commands.
-pub const COMMANDS: [&str; 3] = ["cache", "runs", "config"];
-
 impl ManageCommand {
     /// The cache options the command was given (the log level may come from its settings).
     pub fn cache(&self) -> &CacheOptions {

@@ -2,10 +2,10 @@
 //! `why` and `exec`. Parsing first (clap), then building [`KeyInputs`] and choosing the JAX
 //! release's [`JaxRecipe`].
 
-use super::error::CliError;
-use crate::key::flags::FlagSources;
-use crate::key::{Accelerator, CompileOptionsInput, JaxRecipe, KeyInputs};
+use crate::error::CliError;
 use anyhow::anyhow;
+use mck_key::flags::FlagSources;
+use mck_key::{Accelerator, CompileOptionsInput, JaxRecipe, KeyInputs};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -111,7 +111,7 @@ impl KeyArgs {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let read = |path: &PathBuf| super::input::read_file(path);
+        let read = |path: &PathBuf| crate::input::read_file(path);
         let compile_options = match (&self.compile_options, &self.compile_options_json) {
             (Some(path), _) => CompileOptionsInput::Proto {
                 name: path.display().to_string(),

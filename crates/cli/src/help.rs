@@ -1,35 +1,17 @@
 //! `completions` and `man`: shell completions and a man page generated from the clap
-//! definitions and, for its SETTINGS section, from the settings table; the long `--version`.
+//! definitions and, for its SETTINGS section, from the settings table. They need no MLIR.
 
-use super::error::CliError;
-use super::output;
+use crate::command_line::{Cli, CompletionsArgs};
+use crate::error::CliError;
+use crate::manage::output;
 use clap::CommandFactory as _;
 use std::process::ExitCode;
-use std::sync::LazyLock;
 
-/// `--version`, as the front binary prints it too.
-pub static LONG_VERSION: LazyLock<String> =
-    LazyLock::new(|| mck_cli::front::long_version(env!("MCK_MLIR_VERSION")));
-
-/// `-V` and `--version`.
-pub fn long_version() -> &'static str {
-    LONG_VERSION.as_str()
-}
-
-#[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  mlir-cache-key completions bash > /etc/bash_completion.d/mlir-cache-key\n  \
-                        mlir-cache-key completions zsh > ~/.zfunc/_mlir-cache-key\n  \
-                        mlir-cache-key completions fish > ~/.config/fish/completions/mlir-cache-key.fish"
-)]
-pub struct CompletionsArgs {
-    /// The shell: bash, zsh, fish, elvish or powershell.
-    #[arg(value_enum)]
-    shell: clap_complete::Shell,
-}
-
-pub fn completions(args: CompletionsArgs) -> Result<ExitCode, CliError> {
-    let mut command = super::Cli::command();
+/// The completions of `command` (the whole command line, its `--version` included).
+pub fn completions(
+    args: CompletionsArgs,
+    mut command: clap::Command,
+) -> Result<ExitCode, CliError> {
     let mut out = Vec::new();
     clap_complete::generate(args.shell, &mut command, "mlir-cache-key", &mut out);
     output::stdout(&out)?;
@@ -37,7 +19,7 @@ pub fn completions(args: CompletionsArgs) -> Result<ExitCode, CliError> {
 }
 
 pub fn man() -> Result<ExitCode, CliError> {
-    let command = super::Cli::command()
+    let command = Cli::command()
         .version(env!("CARGO_PKG_VERSION"))
         .long_version(None::<&str>);
     let mut out = Vec::new();
@@ -97,7 +79,7 @@ mod tests {
     #[test]
     fn the_man_page_documents_every_setting() {
         let mut page = Vec::new();
-        super::main_page(&super::super::Cli::command(), &mut page).unwrap();
+        super::main_page(&crate::command_line::command("0"), &mut page).unwrap();
         let page = String::from_utf8(page).unwrap();
         let settings = page.find(".SH SETTINGS").expect("a SETTINGS section");
         assert!(page.find(".SH SUBCOMMANDS").unwrap() < settings, "{page}");
@@ -110,7 +92,7 @@ mod tests {
     #[test]
     fn every_option_positional_and_command_is_described() {
         let mut missing = Vec::new();
-        undocumented(&super::super::Cli::command(), "", &mut missing);
+        undocumented(&crate::command_line::Cli::command(), "", &mut missing);
         assert!(missing.is_empty(), "undocumented:\n{}", missing.join("\n"));
     }
 }
