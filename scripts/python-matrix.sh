@@ -9,7 +9,8 @@
 #                                         # venv with jax 0.10.2; jax.jit must hit our cache
 #   scripts/python-matrix.sh --wheel-check  # the same with target/wheels' manylinux_2_28 wheel
 #                                         # (scripts/build-wheels.sh), no Rust on PATH, on Python
-#                                         # 3.11 (jax 0.10.2) and 3.12 (jax 0.12.0.1)
+#                                         # 3.11 (jax 0.10.2) and 3.12 (jax 0.12.0.1); its
+#                                         # mlir-cache-key must be native
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,7 +45,8 @@ pip_quiet=(--quiet --disable-pip-version-check)
 # Installs the package into a fresh venv of Python $1 with jax $2 from $3 (./python: built from
 # source as `pip install ./python` does; or a wheel file: installed with no Rust on PATH), then
 # jax.jit must miss in one process and hit in the next, and the venv's `mlir-cache-key cache
-# stats --json` must count those hits.
+# stats --json` must count those hits. From a wheel that command must be the native program,
+# the only mlir-cache-key in bin/, printing what `python -m mlir_cache_key` prints.
 check_install() {
   local python=$1 jax=$2 source=$3 fresh
   fresh=$(mktemp -d)
@@ -88,6 +90,29 @@ stats = json.load(sys.stdin)
 assert stats["hits"] >= 1 and stats["entries"] >= 1, stats
 print("install-check: mlir-cache-key of the venv, cache stats:", stats["hits"], "hit(s),",
       stats["entries"], "entries")'
+  if [ "$source" != ./python ]; then
+    # The wheel's mlir-cache-key is the native program (no Python start-up), the only one in
+    # bin/, and says what `python -m mlir_cache_key` (the extension module) says.
+    local command=$fresh/venv/bin/mlir-cache-key
+    [ "$(head -c4 "$command" | od -An -c | tr -d ' ')" = '177ELF' ] || {
+      echo "python-matrix: $command is not an ELF program: $(file -b "$command")" >&2; exit 1; }
+    [ "$(ls "$fresh/venv/bin" | grep -c '^mlir-cache-key')" = 1 ] || {
+      echo "python-matrix: more than one mlir-cache-key in bin/: $(ls "$fresh/venv/bin")" >&2; exit 1; }
+    local args native_says python_says
+    for args in "--version" "cache stats --json --cache-dir $fresh/cache"; do
+      # shellcheck disable=SC2086 # the words of $args
+      native_says=$(PATH=$path "$command" $args)
+      # shellcheck disable=SC2086
+      python_says=$(PATH=$path "$fresh/venv/bin/python" -m mlir_cache_key $args)
+      [ -n "$native_says" ] && [ "$native_says" = "$python_says" ] || {
+        echo "python-matrix: mlir-cache-key $args and python -m mlir_cache_key $args differ:" >&2
+        diff <(echo "$native_says") <(echo "$python_says") >&2
+        exit 1
+      }
+    done
+    echo "install-check: the venv's mlir-cache-key is native; --version and cache stats --json" \
+      "agree with python -m mlir_cache_key"
+  fi
   rm -rf "$fresh"
 }
 

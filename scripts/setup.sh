@@ -12,6 +12,7 @@ packages=(
   iproute2  # tests/cli_netns.rs: hosts as network namespaces (ip netns, veth, a bridge, tc tbf)
   openssl  # tests/cli_remote_tls.rs: a CA, server and client certificates made at test time
   stunnel4  # tests/cli_remote_tls.rs: TLS in front of Garage (s3:// over HTTPS with a private CA)
+  binutils  # scripts/build-wheels.sh: objdump -T, the glibc versions the wheel's program needs
   time  # GNU time: a child's own peak RSS (tests/common/mod.rs, peak_rss_kib)
 )
 
