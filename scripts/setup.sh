@@ -14,6 +14,7 @@ packages=(
   stunnel4  # tests/cli_remote_tls.rs: TLS in front of Garage (s3:// over HTTPS with a private CA)
   binutils  # scripts/build-wheels.sh: objdump -T, the glibc versions the wheel's program needs
   time  # GNU time: a child's own peak RSS (tests/common/mod.rs, peak_rss_kib)
+  chromium fonts-dejavu-core  # crates/report/tests/html_in_chromium.rs: the HTML report rendered headless
 )
 
 missing=()

@@ -52,6 +52,7 @@ mod cli_remote_chain;
 mod cli_remote_cluster;
 mod cli_remote_tls;
 mod cli_remote_trust;
+mod cli_report;
 mod cli_s3;
 mod cli_show;
 mod cli_stats;

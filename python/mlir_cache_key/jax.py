@@ -299,14 +299,12 @@ def _log_persistent_cache_miss(module_name, cache_key):
         # The entry about to be compiled keeps its module text, so that later
         # misses can name the first operation that moved.
         computed.record = _record_with_text(computed)
-        if not J.compiler_logger.isEnabledFor(level):
-            return
-        nearest = state.cache.nearest_record(cache_key)
-        if nearest is None:
-            J.compiler_logger.log(level, "No stored entry of '%s' to compare the miss with", module_name)
+        # Always explained: the cause goes to the cache's stats and history (`report`).
+        explanation = state.cache.explain_miss(cache_key, computed.record)
+        if explanation is None or not J.compiler_logger.isEnabledFor(level):
             return
         J.compiler_logger.log(level, "What moved for '%s' against the nearest stored entry:\n%s",
-                              module_name, _native().why(nearest, computed.record))
+                              module_name, explanation)
     except Exception as ex:  # an explanation must never fail a compile
         J.compiler_logger.log(level, "Could not explain the miss of %r: %s", cache_key, ex)
 
@@ -368,7 +366,8 @@ def _compile_and_write_cache(backend, computation, executable_devices, compile_o
 
     start = time.monotonic()
     try:
-        value = state.cache.compile_once(cache_key, compile_fn, computed.record)
+        # JAX's read of this key just missed through our adapter: not looked up twice.
+        value = state.cache.compile_once(cache_key, compile_fn, computed.record, looked_up=True)
     except OSError as ex:  # a cache that breaks mid-run never fails a compile
         if compiled:
             _log.warning("mlir-cache-key: cannot store %s (%s)", cache_key, ex)

@@ -372,13 +372,17 @@ impl Cache {
     /// None is returned); its exception propagates and nothing is stored.
     /// `verify_rate` (0 to 1) is the share of hits audited: `compile_fn` runs
     /// again and a false hit serves its bytes and stops serving the entry.
-    #[pyo3(signature = (key, compile_fn, record = None, verify_rate = 0.0))]
+    /// `looked_up`: the caller's own `get(key)` just missed (JAX's read), so the
+    /// miss is not looked up and counted twice; the store still looks again
+    /// under the lock, uncounted.
+    #[pyo3(signature = (key, compile_fn, record = None, verify_rate = 0.0, looked_up = false))]
     fn compile_once<'py>(
         slf: &Bound<'py, Self>,
         key: &str,
         compile_fn: Py<PyAny>,
         record: Option<&str>,
         verify_rate: f64,
+        looked_up: bool,
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let py = slf.py();
         let this = slf.get();
@@ -393,8 +397,12 @@ impl Cache {
                 Ok(Some(value.cast_into::<PyBytes>()?))
             };
         };
+        let compile_once = |compile| match looked_up {
+            true => tiered.compile_after_miss(&key, &ingredients, this.lock_timeout, compile),
+            false => tiered.compile_once(&key, &ingredients, this.lock_timeout, compile),
+        };
         let served = py.detach(|| {
-            tiered.compile_once(&key, &ingredients, this.lock_timeout, || {
+            compile_once(|| {
                 Python::attach(|py| {
                     let value = compile_fn.call0(py).map_err(CompileError::Python)?;
                     if value.is_none(py) {
@@ -471,6 +479,46 @@ impl Cache {
             Ok(None)
         })
         .map_err(store_error)
+    }
+
+    /// Explains the miss of `key` (whose key record, JSON, is `record`) against the nearest
+    /// stored entry of its module, as `exec` does: counted by reason in `stats()`, and left in
+    /// the lookup history with its cause for `report()`. Returns the explanation (or the
+    /// cause in one line when there was nothing to compare), None when it cannot be told.
+    fn explain_miss(&self, py: Python<'_>, key: &str, record: &str) -> PyResult<Option<String>> {
+        let key = parse_key(key)?;
+        let record = parse_record("record", record)?;
+        let Some(tiered) = &self.tiered else {
+            return Ok(None);
+        };
+        let cause = py.detach(|| mck_exec::explain::explain_miss(tiered.local(), &key, &record));
+        Ok(cause.map(|c| c.explanation.unwrap_or(c.detail)))
+    }
+
+    /// Why this cache recompiled: the report `mlir-cache-key report --json` gives, as a dict,
+    /// over the lookup history from `since` ago (`7d`, `12h`, `90min` or `all`) to now, merged
+    /// with the histories of the cache directories `caches` (other hosts'); `html` also writes
+    /// it as a self-contained page to that file.
+    #[pyo3(signature = (since = "7d", caches = Vec::new(), html = None))]
+    fn report(
+        &self,
+        py: Python<'_>,
+        since: &str,
+        caches: Vec<PathBuf>,
+        html: Option<PathBuf>,
+    ) -> PyResult<Py<PyAny>> {
+        let since = mck_cli::manage::report::parse_since(since)
+            .map_err(|e| value_error(format!("since: {e}")))?;
+        let report = py
+            .detach(|| {
+                let report = mck_cli::manage::report::report_of(&self.settings, caches, since)?;
+                if let Some(path) = &html {
+                    mck_cli::manage::report::write_html(&report, path)?;
+                }
+                Ok::<_, mck_cli::error::CliError>(report)
+            })
+            .map_err(|e| PyOSError::new_err(format!("{:#}", e.error)))?;
+        to_python(py, &report)
     }
 
     /// Counters and sizes, as `mlir-cache-key cache stats --json` gives them.

@@ -3,6 +3,8 @@ function moved), an explained miss, one compile for 4 concurrent processes, a
 shared Redis tier, a process killed mid-compile, uninstall."""
 
 import json
+
+import pytest
 import signal
 import shutil
 import time
@@ -267,3 +269,30 @@ def _jax_release() -> tuple[int, ...]:
     import jax
 
     return tuple(int(part) for part in jax.__version__.split(".")[:2])
+
+
+def test_report_groups_jax_misses_by_cause_with_the_stats_totals(tmp_path, cache_dir):
+    from mlir_cache_key import Cache
+
+    src = write_function(tmp_path, "a", loops=3)
+    run_f(tmp_path, cache_dir, src)                                  # new program
+    run_f(tmp_path, cache_dir, src)                                  # hit
+    flags = "--xla_force_host_platform_device_count=8 --xla_cpu_enable_fast_math=true"
+    run_f(tmp_path, cache_dir, src, env={"XLA_FLAGS": flags})        # an XLA flag added
+    run_f(tmp_path, cache_dir, write_function(tmp_path, "b", loops=3, op="cos"))  # program moved
+    cache = Cache(str(cache_dir))
+    page = tmp_path / "report.html"
+    report = cache.report(since="all", html=str(page))
+    assert report["schema"] == "mlir-cache-key.report.v1"
+    causes = {group["cause"]: group["count"] for group in report["causes"]}
+    assert causes == {"new_program": 1, "xla_flag": 1, "program_changed": 1}, report["causes"]
+    flag = next(g for g in report["causes"] if g["cause"] == "xla_flag")
+    assert flag["details"][0]["detail"] == "XLA flag added: --xla_cpu_enable_fast_math=true"
+    stats = cache.stats()
+    for counter in ("hits", "misses", "puts", "evictions"):
+        assert report["totals"][counter] == stats[counter], (counter, report["totals"], stats)
+    assert report["totals"]["hits"] == 1 and report["totals"]["compile_ms_saved"] > 0
+    assert "<svg" in page.read_text()
+    assert cache.report(since="1h")["totals"] == report["totals"]
+    with pytest.raises(ValueError, match="since"):
+        cache.report(since="a week")

@@ -49,7 +49,7 @@ pub enum Command {
     /// in its own arguments (a drop-in wrapper; also used when this binary is
     /// invoked through a symlink named mlir-opt, iree-compile or neuronx-cc).
     Wrap(crate::wrap::Args),
-    /// `cache`, `runs`, `config`: the cache's management commands.
+    /// `cache`, `runs`, `config`, `report`: the cache's management commands.
     #[command(flatten)]
     Manage(ManageCommand),
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
@@ -90,6 +90,7 @@ impl Command {
             Command::Manage(ManageCommand::Cache(_)) => "cache",
             Command::Manage(ManageCommand::Runs(_)) => "runs",
             Command::Manage(ManageCommand::Config(_)) => "config",
+            Command::Manage(ManageCommand::Report(_)) => "report",
             Command::Completions(_) => "completions",
             Command::Man => "man",
             Command::ReadBytecodeIsolated { .. } => READ_BYTECODE_COMMAND,

@@ -1,4 +1,4 @@
-//! The commands that manage a cache — `cache …`, `runs …`, `config …` — and what they print
+//! The commands that manage a cache — `cache …`, `runs …`, `config …`, `report` — and what they print
 //! with. They read the store, the run records and the settings, never a module, so they need
 //! no MLIR: the front binary serves them itself (`front.rs`), and the MLIR binary lists them
 //! in its `--help` and runs them the same way when called directly.
@@ -10,6 +10,7 @@ pub mod cache_text;
 pub mod config;
 pub mod output;
 pub mod progress;
+pub mod report;
 pub mod run_status;
 pub mod runs;
 pub mod show_exec;
@@ -30,6 +31,9 @@ pub enum ManageCommand {
     /// The settings in force and their sources; the configuration file of the cache
     /// directory (mlir-cache-key.conf).
     Config(Managed<config::Command>),
+    /// Why the cache recompiled over a time window: hit rate over time, compile time spent
+    /// and saved, misses by cause, eviction churn, remote tiers (text, JSON or HTML).
+    Report(report::Args),
 }
 
 impl ManageCommand {
@@ -39,6 +43,7 @@ impl ManageCommand {
             ManageCommand::Cache(m) => &m.cache,
             ManageCommand::Runs(m) => &m.cache,
             ManageCommand::Config(m) => &m.cache,
+            ManageCommand::Report(args) => &args.cache,
         }
     }
 
@@ -47,6 +52,7 @@ impl ManageCommand {
             ManageCommand::Cache(m) => cache::run(m.command, &m.cache),
             ManageCommand::Runs(m) => runs::run(m.command, &m.cache),
             ManageCommand::Config(m) => config::run(m.command, &m.cache),
+            ManageCommand::Report(args) => report::run(args),
         }
     }
 }

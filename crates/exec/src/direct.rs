@@ -41,7 +41,11 @@ pub fn run_direct<E: From<ExecError>>(
         tracing::warn!("ignoring the unreadable direct-mode manifest {manifest}");
         return Ok(None);
     };
-    let site = match at(&record)? {
+    let at = at(&record)?;
+    if let Some(at) = &at {
+        store.local().history().set_run(&at.run);
+    }
+    let site = match at {
         Some(at) => match Site::check(store.local(), at, &key, &record)? {
             Ok(site) => Some(site),
             Err(conflict) => return Ok(Some(Finished::Conflict(conflict))),

@@ -23,7 +23,7 @@ pub mod compiler;
 pub mod compiler_check;
 mod direct;
 mod error;
-mod explain;
+pub mod explain;
 pub mod fingerprint;
 mod key;
 mod request;

@@ -50,6 +50,9 @@ pub fn run_with_text(
     };
     let record = addressed.as_ref().unwrap_or(record);
     let key = CacheKey::from_parts(&record.module_name, Digest::parse(&record.sha256)?)?;
+    if let Some(at) = &at {
+        store.local().history().set_run(&at.run);
+    }
     let site = match at {
         Some(at) => match Site::check(store.local(), at, &key, record)? {
             Ok(site) => Some(site),

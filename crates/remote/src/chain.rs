@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tracing::{debug, info, warn};
 
+use mck_store::history::{TierAnswer, What};
 use mck_store::{
     Artefact, CacheKey, CachedFailure, CompileLock, DecodeError, EntryMeta, EntryState, Failure,
     Lookup, PutOutcome, Result, Store, StoreError, Streamed,
@@ -350,11 +351,14 @@ impl Chain {
                 if first_look {
                     info!("No candidate found on {}", remote.shown());
                 }
-                self.count_miss(remote, first_look);
+                self.count_miss(remote, key, first_look);
                 return Ok(Lookup::Miss);
             }
             Err(e) => {
                 self.remote_failed(remote, &e);
+                if first_look {
+                    self.note_answer(remote, key, TierAnswer::Down);
+                }
                 return Ok(Lookup::Miss);
             }
         };
@@ -391,14 +395,14 @@ impl Chain {
                     "Ignoring the entry on {}: its format version {v} is newer",
                     remote.shown()
                 );
-                self.count_miss(remote, first_look);
+                self.count_miss(remote, key, first_look);
                 return Ok(Lookup::Miss);
             }
         };
         let entry_file = value.slice(start..);
         // A remote tier may still hold what a hit audit condemned here.
         if self.local.suspect_of(&meta).is_some() {
-            self.count_miss(remote, first_look);
+            self.count_miss(remote, key, first_look);
             return Ok(Lookup::Miss);
         }
         if meta.key != key.to_string() {
@@ -407,7 +411,7 @@ impl Chain {
                 remote.shown(),
                 meta.key
             );
-            self.count_miss(remote, first_look);
+            self.count_miss(remote, key, first_look);
             return Ok(Lookup::Miss);
         }
         if meta.state == EntryState::Failed && self.local.settings().retry_failed_compilation {
@@ -415,12 +419,13 @@ impl Chain {
                 "Ignoring the cached failed compilation on {} (retry_failed_compilation)",
                 remote.shown()
             );
-            self.count_miss(remote, first_look);
+            self.count_miss(remote, key, first_look);
             return Ok(Lookup::Miss);
         }
         let path = self.local.layout().entry_path(key.digest());
         self.count(Total::Hits);
         self.count_on(remote, TierEvent::Hits, 1);
+        self.note_answer(remote, key, TierAnswer::Hit);
         self.count_on(remote, TierEvent::BytesRead, entry_file.len() as u64);
         let payload = entry_file.slice(range);
         let (chain, job_key, job_meta) = (self.clone(), key.clone(), meta.clone());
@@ -494,6 +499,7 @@ impl Chain {
             );
             self.count(counter);
             self.count_on(remote, TierEvent::Misses, 1);
+            self.note_answer(remote, key, TierAnswer::Miss);
         }
         Lookup::Miss
     }
@@ -541,11 +547,21 @@ impl Chain {
         }
     }
 
-    fn count_miss(&self, remote: &Remote, first_look: bool) {
+    fn count_miss(&self, remote: &Remote, key: &CacheKey, first_look: bool) {
         if first_look {
             self.count(Total::Misses);
             self.count_on(remote, TierEvent::Misses, 1);
+            self.note_answer(remote, key, TierAnswer::Miss);
         }
+    }
+
+    /// Leaves `remote`'s answer for `key` in the local history (what a report's tier view reads).
+    fn note_answer(&self, remote: &Remote, key: &CacheKey, answer: TierAnswer) {
+        self.local.record_event(What::Tier {
+            tier: remote.shown().to_owned(),
+            key: key.to_string(),
+            answer,
+        });
     }
 
     /// Bumps one of the chain's totals in the local store (best effort).

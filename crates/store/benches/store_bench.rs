@@ -93,6 +93,8 @@ struct Cache {
     _dir: tempfile::TempDir,
     store: Store,
     store_fsync: Store,
+    /// The same cache opened with no lookup history (`history_size = 0`).
+    store_without_history: Store,
     next: u64,
     populate_us: f64,
     probe: u64,
@@ -120,6 +122,11 @@ impl Cache {
         settings.max_size = store.size().expect("size");
         drop(store);
         let store = Store::open(&settings).expect("reopen");
+        let store_without_history = Store::open(&Settings {
+            history_size: 0,
+            ..settings.clone()
+        })
+        .expect("reopen without history");
         settings.fsync = true;
         let store_fsync = Store::open(&settings).expect("reopen with fsync");
         Cache {
@@ -127,6 +134,7 @@ impl Cache {
             _dir: dir,
             store,
             store_fsync,
+            store_without_history,
             next: n,
             populate_us,
             probe: 0,
@@ -137,6 +145,44 @@ impl Cache {
     fn recent_key(&mut self) -> CacheKey {
         self.probe += 1;
         key(self.next - 1 - (self.probe * 7919) % (self.n / 2).max(1))
+    }
+}
+
+fn hit(store: &Store, k: &CacheKey) {
+    match store.get(k).expect("get") {
+        Lookup::Hit(a) => {
+            black_box(a.bytes.len());
+        }
+        other => panic!("expected a hit for {k}: {other:?}"),
+    }
+}
+
+/// What the lookup history adds to a hit: hits with and without it, paired batch by batch
+/// (on, off, on, off…) so that load on a shared machine hits both alike; the fastest batch of
+/// each is kept.
+fn history_cost(caches: &mut [Cache], per_batch: u64) {
+    println!(
+        "
+get (hit) with the lookup history against without it (paired batches):"
+    );
+    println!(
+        "{:>8} {:>12} {:>12} {:>7}",
+        "entries", "with (us)", "without", "ratio"
+    );
+    for c in caches {
+        let (mut with, mut without) = (Cost::WORST, Cost::WORST);
+        for _ in 0..3 * BATCHES {
+            let k = c.recent_key();
+            with = with.best(timed(per_batch, || hit(&c.store, &k)));
+            without = without.best(timed(per_batch, || hit(&c.store_without_history, &k)));
+        }
+        println!(
+            "{:>8} {:>12.2} {:>12.2} {:>6.2}x",
+            c.n,
+            with.wall,
+            without.wall,
+            with.wall / without.wall
+        );
     }
 }
 
@@ -170,12 +216,7 @@ fn ops(per_batch: u64) -> Vec<Op> {
         }),
         ("get (hit)", per_batch, |c| {
             let k = c.recent_key();
-            match c.store.get(&k).expect("get") {
-                Lookup::Hit(a) => {
-                    black_box(a.bytes.len());
-                }
-                other => panic!("expected a hit for {k}: {other:?}"),
-            }
+            hit(&c.store, &k);
         }),
         ("  its file part", per_batch, |c| {
             let k = c.recent_key();
@@ -259,6 +300,7 @@ fn main() {
         }
         println!();
     }
+    history_cost(&mut caches, per_batch);
     if let Ok(path) = std::env::var("STORE_BENCH_JSON") {
         let rows: Vec<_> = caches
             .iter()

@@ -24,8 +24,9 @@ use super::entry::{self, EntryMeta, EntryState, Failure};
 use super::entry_file::{EntryRead, ValidEntry};
 use super::error::{Result, StoreError};
 use super::fsutil;
+use super::history::{History, What, compile_ms_of};
 use super::index::{Counter, Index, Row};
-use super::key::CacheKey;
+use super::key::{CacheKey, Digest};
 use super::layout::Layout;
 use super::lock::{self, CompileLock};
 use super::pins::Pins;
@@ -80,6 +81,7 @@ pub struct Store {
     index: Mutex<Index>,
     /// Who tells eviction which entries are referenced elsewhere (run records).
     pins: Option<Arc<dyn Pins>>,
+    history: History,
 }
 
 impl std::fmt::Debug for Store {
@@ -110,6 +112,12 @@ impl Store {
             atomic::sweep_stale(layout.tmp_dir(), "", std::time::SystemTime::now());
             super::rebuild::open_index(&layout, settings, clock.as_ref(), false)?
         };
+        let history = History::new(
+            layout.state_dir(),
+            settings.dir_mode & 0o666,
+            settings.history_size,
+            !read_only,
+        );
         Ok(Store {
             settings: Settings {
                 read_only,
@@ -119,6 +127,7 @@ impl Store {
             clock,
             index: Mutex::new(index),
             pins: None,
+            history,
         })
     }
 
@@ -149,6 +158,28 @@ impl Store {
         &self.layout
     }
 
+    /// The lookup history this store writes (`history.rs`).
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// Appends one event to the history, now (best effort).
+    pub fn record_event(&self, what: What) {
+        self.history.record(self.now(), what);
+    }
+
+    /// Counts a miss of `key` (given as text: a damaged entry found by digest alone names no
+    /// module) in the index and the history; `gone`: the entry's row goes too.
+    pub(super) fn count_miss(&self, key: &str, digest: &Digest, gone: bool, corrupt: bool) {
+        self.index_best_effort("record a miss", |ix| {
+            ix.record_miss(digest.as_str(), gone, corrupt)
+        });
+        self.record_event(What::Miss {
+            key: key.to_owned(),
+            corrupt,
+        });
+    }
+
     /// The store's clock.
     pub fn now(&self) -> UnixMillis {
         self.clock.now_ms()
@@ -173,8 +204,8 @@ impl Store {
     fn lookup(&self, key: &CacheKey, first_look: bool) -> Result<Lookup> {
         let digest = key.digest();
         let path = self.layout.entry_path(digest);
-        let miss = |what, absent, corrupt| {
-            self.index_best_effort(what, |ix| ix.record_miss(digest.as_str(), absent, corrupt));
+        let miss = |absent, corrupt| {
+            self.count_miss(&key.to_string(), digest, absent, corrupt);
             Ok(Lookup::Miss)
         };
         let ValidEntry {
@@ -188,15 +219,15 @@ impl Store {
             EntryRead::Absent if !first_look || key.is_manifest() => return Ok(Lookup::Miss),
             EntryRead::Absent => {
                 info!("No candidate found under {}", path.display());
-                return miss("record a miss", true, false);
+                return miss(true, false);
             }
-            EntryRead::Corrupt => return miss("record a corrupt entry", true, true),
+            EntryRead::Corrupt => return miss(true, true),
             EntryRead::Unsupported(v) => {
                 info!(
                     "Ignoring the entry at {}: its format version {v} is newer than this tool's",
                     path.display()
                 );
-                return miss("record a miss", false, false);
+                return miss(false, false);
             }
             EntryRead::Valid(v) => *v,
         };
@@ -206,7 +237,7 @@ impl Store {
                 path.display(),
                 meta.key
             );
-            return miss("record a miss", false, false);
+            return miss(false, false);
         }
         let created_ms = meta.created_ms;
         match (meta.state, meta.failure.clone()) {
@@ -220,7 +251,7 @@ impl Store {
                         "Ignoring the cached failed compilation at {} (retry_failed_compilation)",
                         path.display()
                     );
-                    return miss("record a miss", false, false);
+                    return miss(false, false);
                 }
                 info!("Got a cached failed compilation at {}", path.display());
                 self.touch(&file, &path, size, &meta, Counter::FailuresReplayed);
@@ -233,7 +264,7 @@ impl Store {
                 }))
             }
             _ if self.suspect_of(&meta).is_some() => match first_look {
-                true => miss("record a miss", false, false),
+                true => miss(false, false),
                 false => Ok(Lookup::Miss),
             },
             _ => {
@@ -446,6 +477,12 @@ impl Store {
         ];
         self.lift_suspect(digest, &meta.payload_sha256);
         // The entry is published whatever happens to the index: `verify` repairs a missed row.
+        self.record_event(What::Stored {
+            key: key.to_string(),
+            size,
+            compile_ms: compile_ms_of(&meta.ingredients),
+            failed: meta.state == EntryState::Failed,
+        });
         self.index_best_effort("record a new entry", |ix| ix.upsert(&row, &bumps));
         match self.with_index("read totals", |ix| ix.totals()) {
             Ok((_, total)) if total > self.settings.max_size => {

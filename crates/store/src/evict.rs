@@ -19,6 +19,7 @@ use tracing::{debug, info, warn};
 
 use super::cache::{Store, remove_file_if_exists};
 use super::error::Result;
+use super::history::What;
 use super::index::EvictWindow;
 use super::key::Digest;
 
@@ -59,6 +60,9 @@ impl Store {
                     |digest| self.unlink_victim(digest),
                 )
             })?;
+            for (digest, size) in step.victims {
+                self.record_event(What::Evicted { digest, size });
+            }
             report.evicted += step.evicted;
             report.freed_bytes += step.freed;
             report.total_after = step.total_after;

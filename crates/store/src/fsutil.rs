@@ -52,6 +52,24 @@ pub fn open_regular_nofollow(path: &Path) -> io::Result<File> {
 }
 
 /// Opens (creating with `mode` if absent) a lock file read-write, not following symlinks.
+/// Appends `line` to the log at `path` (created with `mode`, never through a symlink) in one
+/// write under a shared `flock`: `O_APPEND` keeps concurrent short lines whole on a local
+/// disk, and a log's reader takes the lock exclusively to drain or rotate it. Returns the file,
+/// still locked, for a caller that looks at its length.
+pub fn append_line(path: &Path, mode: u32, line: &[u8]) -> io::Result<File> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    file.lock_shared()?;
+    file.write_all(line)?;
+    Ok(file)
+}
+
 pub fn open_lock_file(path: &Path, mode: u32) -> io::Result<File> {
     let fd = rustix::fs::open(
         path,

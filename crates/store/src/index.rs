@@ -596,6 +596,7 @@ impl Index {
             total = total.saturating_sub(size);
             step.evicted += 1;
             step.freed += size;
+            step.victims.push((digest, size));
         }
         bump(&tx, Counter::Evictions, to_i64(step.evicted))?;
         tx.commit()?;
@@ -697,6 +698,8 @@ pub struct EvictCursor(UnixMillis, String);
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EvictStep {
     pub evicted: u64,
+    /// The evicted entries' digests and sizes.
+    pub victims: Vec<(String, u64)>,
     pub freed: u64,
     pub total_after: u64,
     /// No further candidates outside the TTL.

@@ -19,6 +19,8 @@
 //!   `pins` names; `manage`: stats, list, clear, verify, gc;
 //! - `lock`: advisory compile locks; `quarantine`: moving damaged files aside; `suspect`:
 //!   entries a hit audit caught (kept, never served) and the audit counters;
+//! - `history`: the lookup history a report reads (a line per hit, miss, cause, store,
+//!   eviction and remote answer);
 //! - `clock`: injectable time; `fsutil`: no-follow opens and ownership checks;
 //! - `sqlite`: busy and corruption handling shared by every SQLite file of the cache;
 //! - `stream`: a hit streamed to a file; `stream_put`: a file stored without reading it whole;
@@ -34,6 +36,7 @@ mod error;
 mod events;
 mod evict;
 pub mod fsutil;
+pub mod history;
 mod index;
 mod key;
 mod layout;

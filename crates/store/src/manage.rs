@@ -108,6 +108,8 @@ pub struct GcReport {
     pub locks_removed: u64,
     /// Suspect markers whose entry is gone or was replaced.
     pub suspects_removed: u64,
+    /// History files whose newest line was older than `history_days`.
+    pub history_files_removed: u64,
 }
 
 impl Store {
@@ -295,7 +297,12 @@ impl Store {
             }
         }
         let suspects_removed = self.sweep_suspects()?;
+        let history_files_removed = self.history().expire(
+            crate::clock::ms_to_system_time(now),
+            self.settings().history_age,
+        );
         let report = GcReport {
+            history_files_removed,
             eviction,
             tmp_removed,
             quarantine_removed,

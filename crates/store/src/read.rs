@@ -14,6 +14,7 @@ use super::entry::{self, DecodeError, EntryMeta};
 use super::entry_file::{EntryRead, ValidEntry, read_metadata_from};
 use super::error::{Result, StoreError};
 use super::fsutil;
+use super::history::{What, compile_ms_of};
 use super::index::{Counter, Row};
 use super::key::Digest;
 use super::quarantine::quarantine;
@@ -41,9 +42,7 @@ impl Store {
                     self.now(),
                     &c.to_string(),
                 )?;
-                self.index_best_effort("record a corrupt entry", |ix| {
-                    ix.record_miss(digest.as_str(), true, true)
-                });
+                self.count_miss(digest.as_str(), digest, true, true);
                 Ok(None)
             }
             Err(e) => Err(StoreError::io("read", &path, e)),
@@ -142,6 +141,19 @@ impl Store {
             }
             Ok(())
         });
+        let key = meta.key.clone();
+        match counter {
+            Counter::Hits => self.history().record(
+                now,
+                What::Hit {
+                    key,
+                    size,
+                    saved_ms: compile_ms_of(&meta.ingredients),
+                },
+            ),
+            Counter::FailuresReplayed => self.history().record(now, What::FailureReplayed { key }),
+            _ => {}
+        }
         if let Err(e) = file.set_modified(ms_to_system_time(now)) {
             debug!("cannot update the mtime of {}: {e}", path.display());
         }

@@ -15,6 +15,10 @@ pub const DEFAULT_CACHE_DIR: &str = "/var/tmp/mlir-cache-key";
 pub const DEFAULT_CACHE_SIZE: u64 = 100_000_000_000;
 /// Default time-to-live in days.
 pub const DEFAULT_TTL_DAYS: u32 = 30;
+/// Default bound of the lookup history (`history.rs`): 16 MiB.
+pub const DEFAULT_HISTORY_SIZE: u64 = 16 << 20;
+/// Default age after which history lines are dropped, in days.
+pub const DEFAULT_HISTORY_DAYS: u32 = 90;
 /// Default mode of the directories the store creates.
 pub const DEFAULT_DIR_MODE: u32 = 0o700;
 
@@ -38,6 +42,11 @@ pub struct Settings {
     /// Serve hits only: look up, never store, evict or record a use (the `read_only` setting;
     /// the store also turns it on by itself when the cache directory is not writable).
     pub read_only: bool,
+    /// Bytes the lookup history may take (0: keep none).
+    pub history_size: u64,
+    /// History lines older than this are dropped.
+    #[serde(serialize_with = "serialize_days")]
+    pub history_age: Duration,
     /// fsync artefacts and directories when publishing (power-loss safety). Not a setting: only
     /// benchmarks turn it off. A killed process never needs it: rename is atomic regardless.
     pub fsync: bool,
@@ -57,6 +66,8 @@ impl Default for Settings {
             retry_failed_compilation: false,
             dir_mode: DEFAULT_DIR_MODE,
             read_only: false,
+            history_size: DEFAULT_HISTORY_SIZE,
+            history_age: Duration::from_secs(u64::from(DEFAULT_HISTORY_DAYS) * 86_400),
             fsync: true,
         }
     }

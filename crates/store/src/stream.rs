@@ -101,9 +101,7 @@ impl Store {
         // `gone`: the file is absent or quarantined, so its index row goes too.
         let miss = |gone: bool, corrupt: bool| {
             if corrupt || !key.is_manifest() {
-                self.index_best_effort("record a miss", |ix| {
-                    ix.record_miss(digest.as_str(), gone, corrupt)
-                });
+                self.count_miss(&key.to_string(), digest, gone, corrupt);
             }
             Ok(Streamed::Miss)
         };

@@ -25,9 +25,7 @@ impl Store {
         match self.read_entry(&path, key.digest())? {
             EntryRead::Valid(v) if v.meta.key == key.to_string() => Ok(Some(v.bytes)),
             EntryRead::Corrupt => {
-                self.index_best_effort("record a corrupt entry", |ix| {
-                    ix.record_miss(key.digest().as_str(), true, true)
-                });
+                self.count_miss(&key.to_string(), key.digest(), true, true);
                 Ok(None)
             }
             _ => Ok(None),

@@ -10,7 +10,7 @@
 //! read-only cache neither appends (it records no use) nor folds (it cannot write the index).
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read as _, Write as _};
+use std::io::Read as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
@@ -53,15 +53,7 @@ impl UseLog {
         counter: &str,
     ) -> std::io::Result<()> {
         let line = format!("{} {at_ms} {counter}\n", digest.unwrap_or("-"));
-        let mut file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .mode(self.file_mode)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&self.path)?;
-        file.lock_shared()?;
-        // One write of a short line: O_APPEND keeps concurrent lines whole on a local disk.
-        file.write_all(line.as_bytes())
+        super::fsutil::append_line(&self.path, self.file_mode, line.as_bytes()).map(drop)
     }
 
     /// True when there may be uses to fold (a `stat`, no open).
@@ -149,6 +141,7 @@ fn parse_line(line: &str) -> Option<Use> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write as _;
 
     #[test]
     fn appended_uses_drain_once_and_torn_or_foreign_lines_are_skipped() {

@@ -793,44 +793,27 @@ fn gc_sweeps_stale_temp_files_and_unheld_locks() {
 
 #[test]
 fn full_disk_is_an_error_naming_the_path_and_leaves_nothing() {
-    // A real full filesystem: a 256 KiB tmpfs. Needs root and mount(2); skipped elsewhere.
-    let dir = tempfile::tempdir().unwrap();
-    let mnt = dir.path().join("mnt");
-    fs::create_dir(&mnt).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
-        .arg(&mnt)
-        .stderr(std::process::Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !mounted {
-        common::skip_unless_ci(
-            "full_disk_is_an_error_naming_the_path_and_leaves_nothing",
-            "cannot mount a tmpfs here (needs root)",
-        );
-        return;
-    }
-    let result = std::panic::catch_unwind(|| {
-        let c = clock();
-        let store = open_at(&mnt.join("cache"), &c, |_| {});
-        let k = key("big", "big");
-        let err = store.put(&k, &payload(1, 1 << 20), &json!({})).unwrap_err();
-        let msg = err.to_string();
-        assert!(msg.contains("v1/tmp"), "{msg}");
-        assert!(msg.to_lowercase().contains("no space"), "{msg}");
-        assert!(
-            files_under(&mnt.join("cache/v1/tmp")).is_empty(),
-            "temp file removed"
-        );
-        assert_eq!(store.get(&k).unwrap(), Lookup::Miss);
-        store.put(&k, b"small fits", &json!({})).unwrap();
-        assert_eq!(hit_bytes(&store, &k).unwrap(), b"small fits");
-    });
-    let _ = std::process::Command::new("umount").arg(&mnt).status();
-    if let Err(p) = result {
-        std::panic::resume_unwind(p);
-    }
+    // A real full filesystem: a 256 KiB tmpfs.
+    common::on_small_tmpfs(
+        "full_disk_is_an_error_naming_the_path_and_leaves_nothing",
+        "256k",
+        |mnt| {
+            let c = clock();
+            let store = open_at(&mnt.join("cache"), &c, |_| {});
+            let k = key("big", "big");
+            let err = store.put(&k, &payload(1, 1 << 20), &json!({})).unwrap_err();
+            let msg = err.to_string();
+            assert!(msg.contains("v1/tmp"), "{msg}");
+            assert!(msg.to_lowercase().contains("no space"), "{msg}");
+            assert!(
+                files_under(&mnt.join("cache/v1/tmp")).is_empty(),
+                "temp file removed"
+            );
+            assert_eq!(store.get(&k).unwrap(), Lookup::Miss);
+            store.put(&k, b"small fits", &json!({})).unwrap();
+            assert_eq!(hit_bytes(&store, &k).unwrap(), b"small fits");
+        },
+    );
 }
 
 #[test]

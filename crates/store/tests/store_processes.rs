@@ -602,6 +602,15 @@ fn writers_killed_at_random_instants_never_leave_a_wrong_entry() {
         stats.corrupt, 0,
         "some reader met a damaged entry: {stats:?}"
     );
+    // The history the killed processes wrote reads whole: a line is one write(2) of a few
+    // hundred bytes, which a SIGKILL cannot cut on a local disk.
+    let history = mck_store::history::read_history(&cache.join("v1"), 0).unwrap();
+    assert_eq!(history.unreadable, 0, "a torn history line");
+    assert!(
+        history.events.len() as u64 > iterations,
+        "{}",
+        history.events.len()
+    );
     assert_eq!(stats.quarantined_files, 0);
     let mut present = 0;
     for i in 0..CRASH_KEYS {

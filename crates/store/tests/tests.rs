@@ -5,5 +5,6 @@
 mod common;
 
 mod store_api;
+mod store_history;
 mod store_processes;
 mod store_suspect;

@@ -222,8 +222,12 @@ pub(super) fn gc_text(r: &GcReport) -> String {
     );
     let _ = writeln!(
         out,
-        "removed {} stale temporary files, {} old quarantined files, {} unused lock files, {} stale suspect marks",
-        r.tmp_removed, r.quarantine_removed, r.locks_removed, r.suspects_removed
+        "removed {} stale temporary files, {} old quarantined files, {} unused lock files, {} stale suspect marks, {} expired history files",
+        r.tmp_removed,
+        r.quarantine_removed,
+        r.locks_removed,
+        r.suspects_removed,
+        r.history_files_removed
     );
     out
 }
@@ -247,20 +251,7 @@ pub(super) fn verify_text(r: &RebuildReport) -> String {
     out
 }
 
-/// A byte count in decimal units, as ccache prints them: `512 B`, `1.5 kB`, `100.0 GB`.
-pub(super) fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["kB", "MB", "GB", "TB", "PB", "EB"];
-    if bytes < 1000 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1000.0;
-    let mut unit = 0;
-    while value >= 999.95 && unit + 1 < UNITS.len() {
-        value /= 1000.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
+pub(super) use mck_report::format::bytes as human_bytes;
 
 pub(super) fn table(entries: &[EntrySummary]) -> String {
     let mut out = String::new();

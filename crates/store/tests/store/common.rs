@@ -87,3 +87,27 @@ pub fn skip_unless_ci(test: &str, why: &str) {
     }
     eprintln!("skipped {test}: {why}");
 }
+
+/// Runs `test` on a fresh tmpfs of `size` (e.g. `256k`): a real filesystem that fills up.
+/// Needs root and mount(2): skipped elsewhere (see [`skip_unless_ci`]); unmounted afterwards,
+/// whether `test` passed or not.
+pub fn on_small_tmpfs(test_name: &str, size: &str, test: impl FnOnce(&Path)) {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(&mnt)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        skip_unless_ci(test_name, "cannot mount a tmpfs here (needs root)");
+        return;
+    }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(&mnt)));
+    let _ = std::process::Command::new("umount").arg(&mnt).status();
+    if let Err(p) = result {
+        std::panic::resume_unwind(p);
+    }
+}
