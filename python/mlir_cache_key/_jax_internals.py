@@ -301,6 +301,34 @@ def jax_compression() -> str:
 # --- settings -----------------------------------------------------------------
 
 
+# Packages beside jaxlib whose shared libraries are part of the XLA build a process runs.
+_XLA_PLUGIN_PREFIXES = ("jax_plugins", "jax_cuda", "jax_rocm", "libtpu")
+
+
+def xla_libraries() -> list[tuple[str, str]]:
+    """The shared libraries of the installed jaxlib and its plugins, as (name relative to the
+    site directory, path), in name order: the files the XLA build is made of. Every installed
+    file, not only those mapped now, so that what a program imports first cannot move it."""
+    import os
+
+    import jaxlib
+
+    package = os.path.dirname(os.path.realpath(jaxlib.__file__))
+    site = os.path.dirname(package)
+    roots = [package] + [os.path.join(site, name) for name in sorted(os.listdir(site))
+                         if name.startswith(_XLA_PLUGIN_PREFIXES)
+                         and os.path.isdir(os.path.join(site, name))]
+    found = []
+    for root in roots:
+        for directory, subdirectories, files in os.walk(root):
+            subdirectories[:] = sorted(d for d in subdirectories if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith(".so") or ".so." in name:
+                    path = os.path.join(directory, name)
+                    found.append((os.path.relpath(path, site), path))
+    return found
+
+
 def setting(name: str):
     return getattr(config, name).value
 

@@ -299,9 +299,13 @@ def _log_persistent_cache_miss(module_name, cache_key):
         # The entry about to be compiled keeps its module text, so that later
         # misses can name the first operation that moved.
         computed.record = _record_with_text(computed)
-        # Always explained: the cause goes to the cache's stats and history (`report`).
+        # Always explained: the cause goes to the cache's stats and history (`report`). When
+        # nobody reads the log line, on a thread, so that the compile does not wait for it.
+        if not J.compiler_logger.isEnabledFor(level):
+            state.cache.explain_miss(cache_key, computed.record, wait=False)
+            return
         explanation = state.cache.explain_miss(cache_key, computed.record)
-        if explanation is None or not J.compiler_logger.isEnabledFor(level):
+        if explanation is None:
             return
         J.compiler_logger.log(level, "What moved for '%s' against the nearest stored entry:\n%s",
                               module_name, explanation)
@@ -317,9 +321,7 @@ def _record_with_text(computed: _Computed) -> str:
     text = canonical_text(computed.module, computed.callbacks, computed.mode)
     if len(text) > MAX_RECORDED_TEXT:
         return computed.record
-    name = J.module_name(computed.module)
-    return _native().key_from_parts(computed.computation, name, computation_text=text,
-                                    **computed.parts)["record"]
+    return _native().record_with_text(computed.record, text)
 
 
 def _entry_value(executable, compile_secs, module_name, cache_key) -> bytes | None:
@@ -505,6 +507,7 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
             warnings.warn(f"mlir-cache-key: not installed, the cache is unusable: {ex}",
                           RuntimeWarning, stacklevel=2)
             return
+        _name_xla_build(cache)
         state = _Installed(cache, cache.path, mode, explain, set_dir=not jax_dir,
                            verify_hits=verify_hits)
         if prefetch:
@@ -538,6 +541,17 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
                 J.update_setting("jax_compilation_cache_dir", None)
             J.reset_cache()
             raise
+
+
+def _name_xla_build(cache) -> None:
+    """Tells the cache which XLA build compiles here, so that another build's entries (same
+    jaxlib version, other binary) are never loaded (`xla_build.rs` in the extension)."""
+    try:
+        build = cache.set_xla_build(J.xla_libraries())
+    except (OSError, ImportError) as ex:  # entries are then not told apart by build
+        _log.warning("mlir-cache-key: cannot identify the XLA build (%s)", ex)
+        return
+    _log.debug("the XLA build here is %s", build)
 
 
 def _uninstall_locked() -> None:

@@ -12,6 +12,7 @@ mod cli;
 mod prefetch;
 
 mod remote_chain;
+mod xla_build;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -19,7 +20,7 @@ use std::time::Duration;
 use mck_key::flags::FlagSources;
 use mck_key::{
     Accelerator, CanonicalSource, CompileOptionsInput, Computation, JaxRecipe, KeyInputs,
-    KeyRecord, SourceError,
+    KeyRecord, Readable, SourceError,
 };
 use mck_remote::{Compiled, Served, Tiered};
 use mck_settings::{Layer, Settings};
@@ -189,6 +190,23 @@ fn why(record_a: &str, record_b: &str) -> PyResult<String> {
         .to_owned())
 }
 
+/// `record` (a key record, JSON) with the canonical module text `text` kept for its
+/// computation, as `key_from_parts(..., computation_text=text)` would give it, without hashing
+/// anything again.
+#[pyfunction]
+fn record_with_text(record: &str, text: &str) -> PyResult<String> {
+    let mut record = parse_record("record", record)?;
+    match record.entries.first_mut().map(|e| &mut e.readable) {
+        Some(Readable::Computation { text: kept, .. }) => *kept = Some(text.to_owned()),
+        _ => {
+            return Err(value_error(
+                "record: its first entry is not the computation",
+            ));
+        }
+    }
+    serde_json::to_string(&record).map_err(value_error)
+}
+
 /// An embedded kernel's MLIR bytecode (Mosaic, Triton) without debug
 /// locations, by the dialect-free stripper. Returns the payload unchanged
 /// when no lossless rewrite can be proven; raises ValueError on bytes that
@@ -240,6 +258,10 @@ struct Cache {
     tiered: Option<Tiered>,
     settings: mck_store::Settings,
     lock_timeout: Duration,
+    /// The XLA build this process runs, once `set_xla_build` named it (`xla_build.rs`).
+    xla_build: std::sync::OnceLock<String>,
+    /// Misses being explained on threads (`explain_miss(..., wait=False)`); `settle` joins them.
+    explaining: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 /// A size: a byte count (int) or a string such as "10G".
@@ -264,6 +286,27 @@ fn set_setting(layer: &mut Layer, name: &str, text: &str) -> PyResult<()> {
     layer
         .set("arguments", name, text)
         .map_err(|e| PyValueError::new_err(e.message))
+}
+
+impl Cache {
+    /// Where the store keeps `key` (JAX's, or canonical mode's): the key itself, or once the
+    /// process's XLA build is named, that build's own place for it (`xla_build.rs`).
+    fn stored_key(&self, key: &str) -> PyResult<CacheKey> {
+        let key = parse_key(key)?;
+        match self.xla_build.get() {
+            Some(build) => xla_build::stored_key(&key, build).map_err(store_error),
+            None => Ok(key),
+        }
+    }
+
+    /// The ingredients an entry keeps: the key's `record`, with the XLA build when named.
+    fn ingredients(&self, record: Option<&str>) -> PyResult<Value> {
+        let ingredients = ingredients(record)?;
+        Ok(match (self.xla_build.get(), ingredients.is_object()) {
+            (Some(build), true) => xla_build::with_build(ingredients, build),
+            _ => ingredients,
+        })
+    }
 }
 
 #[pymethods]
@@ -306,7 +349,11 @@ impl Cache {
         if let Some(wait) = lock_timeout {
             set_setting(&mut overrides, "lock_timeout", &number_text(wait)?)?;
         }
-        let all = Settings::from_env_and(&overrides).map_err(settings_error)?;
+        let mut all = Settings::from_env_and(&overrides).map_err(settings_error)?;
+        // As JAX's own cache: entries are not fsynced. A rename publishes each whole or not at
+        // all whatever kills the process; what a power loss may tear, the entry's checksums
+        // catch on read (a miss, compiled again), so a sync buys no correctness, only ~ms a miss.
+        all.store.fsync = false;
         let lock_timeout = all.lock_timeout;
         // Opened with the run records' pins: a put may evict, and must spare what they reference.
         let tiered = py
@@ -316,6 +363,8 @@ impl Cache {
             tiered,
             settings: all.store,
             lock_timeout,
+            xla_build: std::sync::OnceLock::new(),
+            explaining: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -331,10 +380,41 @@ impl Cache {
         self.tiered.is_some()
     }
 
-    /// Waits for the local copies of earlier remote hits (written beside the caller, so a hit
-    /// returns as soon as it is verified) to be finished; `mlir_cache_key.jax.install()` calls
-    /// it at exit.
+    /// Names the XLA build this process runs: `libraries` are its shared library files, each
+    /// as (name relative to the site directory, path). From then on each build's entries are
+    /// kept apart (`xla_build.rs`). Returns the build, `sha256:…`; a second call returns the
+    /// first's. Raises OSError when a file cannot be read.
+    fn set_xla_build(&self, py: Python<'_>, libraries: Vec<(String, PathBuf)>) -> PyResult<String> {
+        if let Some(build) = self.xla_build.get() {
+            return Ok(build.clone());
+        }
+        let remembered = self
+            .tiered
+            .as_ref()
+            .map(|t| mck_cli::inode_cache::InodeCache::in_cache(t.local().layout().base()));
+        let build = py
+            .detach(|| xla_build::digest(&libraries, remembered.as_ref()))
+            .map_err(|e| PyOSError::new_err(format!("cannot identify the XLA build: {e}")))?;
+        Ok(self.xla_build.get_or_init(|| build).clone())
+    }
+
+    /// The XLA build named by `set_xla_build`, or None.
+    #[getter]
+    fn xla_build(&self) -> Option<String> {
+        self.xla_build.get().cloned()
+    }
+
+    /// Waits for the misses being explained on threads and for the local copies of earlier
+    /// remote hits (written beside the caller, so a hit returns as soon as it is verified);
+    /// `mlir_cache_key.jax.install()` calls it at exit.
     fn settle(&self, py: Python<'_>) {
+        let explaining =
+            std::mem::take(&mut *self.explaining.lock().unwrap_or_else(|e| e.into_inner()));
+        py.detach(|| {
+            for thread in explaining {
+                let _ = thread.join();
+            }
+        });
         if let Some(tiered) = &self.tiered {
             py.detach(|| tiered.settle());
         }
@@ -343,7 +423,7 @@ impl Cache {
     /// The stored artefact, or None (a miss, or a remembered failure). A hit from a remote
     /// tier is copied into the local cache beside the caller (see `settle`).
     fn get<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let key = parse_key(key)?;
+        let key = self.stored_key(key)?;
         let Some(tiered) = &self.tiered else {
             return Ok(None);
         };
@@ -357,8 +437,8 @@ impl Cache {
     /// later misses.
     #[pyo3(signature = (key, value, record = None))]
     fn put(&self, py: Python<'_>, key: &str, value: &[u8], record: Option<&str>) -> PyResult<()> {
-        let key = parse_key(key)?;
-        let ingredients = ingredients(record)?;
+        let key = self.stored_key(key)?;
+        let ingredients = self.ingredients(record)?;
         if let Some(tiered) = &self.tiered {
             py.detach(|| tiered.put(&key, value, &ingredients))
                 .map_err(store_error)?;
@@ -387,8 +467,8 @@ impl Cache {
         let py = slf.py();
         let this = slf.get();
         let verify_rate = audit::check_rate(verify_rate, "verify_rate")?;
-        let key = parse_key(key)?;
-        let ingredients = ingredients(record)?;
+        let key = this.stored_key(key)?;
+        let ingredients = this.ingredients(record)?;
         let Some(tiered) = &this.tiered else {
             let value = compile_fn.call0(py)?.into_bound(py);
             return if value.is_none() {
@@ -434,7 +514,7 @@ impl Cache {
     /// Stops serving the entry under `key` (an audit found a false hit): it
     /// stays on disk, reads as a miss, and `reason` is shown by `cache show`.
     fn mark_suspect(&self, py: Python<'_>, key: &str, reason: &str) -> PyResult<()> {
-        let key = parse_key(key)?;
+        let key = self.stored_key(key)?;
         let Some(tiered) = &self.tiered else {
             return Ok(());
         };
@@ -454,7 +534,7 @@ impl Cache {
     /// The record stored with the most recently used other entry of the same
     /// module as `key`, to explain a miss of `key`; None when there is none.
     fn nearest_record(&self, py: Python<'_>, key: &str) -> PyResult<Option<String>> {
-        let key = parse_key(key)?;
+        let key = self.stored_key(key)?;
         let Some(tiered) = &self.tiered else {
             return Ok(None);
         };
@@ -484,13 +564,33 @@ impl Cache {
     /// Explains the miss of `key` (whose key record, JSON, is `record`) against the nearest
     /// stored entry of its module, as `exec` does: counted by reason in `stats()`, and left in
     /// the lookup history with its cause for `report()`. Returns the explanation (or the
-    /// cause in one line when there was nothing to compare), None when it cannot be told.
-    fn explain_miss(&self, py: Python<'_>, key: &str, record: &str) -> PyResult<Option<String>> {
-        let key = parse_key(key)?;
-        let record = parse_record("record", record)?;
+    /// cause in one line when there was nothing to compare), None when it cannot be told. With
+    /// `wait=False` it is explained on a thread (nobody is waiting to read it: the compile goes
+    /// on) and None is returned; `settle()` waits for those.
+    #[pyo3(signature = (key, record, wait = true))]
+    fn explain_miss(
+        &self,
+        py: Python<'_>,
+        key: &str,
+        record: &str,
+        wait: bool,
+    ) -> PyResult<Option<String>> {
+        let key = self.stored_key(key)?;
+        let mut record = parse_record("record", record)?;
+        record.xla_build = self.xla_build.get().cloned();
         let Some(tiered) = &self.tiered else {
             return Ok(None);
         };
+        if !wait {
+            let store = tiered.local_shared();
+            let thread = std::thread::spawn(move || {
+                mck_exec::explain::explain_miss(&store, &key, &record);
+            });
+            let mut explaining = self.explaining.lock().unwrap_or_else(|e| e.into_inner());
+            explaining.retain(|t| !t.is_finished());
+            explaining.push(thread);
+            return Ok(None);
+        }
         let cause = py.detach(|| mck_exec::explain::explain_miss(tiered.local(), &key, &record));
         Ok(cause.map(|c| c.explanation.unwrap_or(c.detail)))
     }
@@ -509,6 +609,7 @@ impl Cache {
     ) -> PyResult<Py<PyAny>> {
         let since = mck_cli::manage::report::parse_since(since)
             .map_err(|e| value_error(format!("since: {e}")))?;
+        self.settle(py);
         let report = py
             .detach(|| {
                 let report = mck_cli::manage::report::report_of(&self.settings, caches, since)?;
@@ -526,13 +627,10 @@ impl Cache {
         let Some(tiered) = &self.tiered else {
             return to_python(py, &serde_json::json!({ "enabled": false }));
         };
-        // Copies of remote hits still being written are part of what is reported.
-        let stats = py
-            .detach(|| {
-                tiered.settle();
-                tiered.stats()
-            })
-            .map_err(store_error)?;
+        // Misses being explained and copies of remote hits still being written are part of
+        // what is reported.
+        self.settle(py);
+        let stats = py.detach(|| tiered.stats()).map_err(store_error)?;
         to_python(py, &stats)
     }
 
@@ -545,6 +643,7 @@ impl Cache {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(key_from_parts, m)?)?;
     m.add_function(wrap_pyfunction!(why, m)?)?;
+    m.add_function(wrap_pyfunction!(record_with_text, m)?)?;
     m.add_function(wrap_pyfunction!(strip_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(prefetch::last_run_keys, m)?)?;
     m.add_function(wrap_pyfunction!(prefetch::record_run_keys, m)?)?;

@@ -3,11 +3,14 @@ function moved), an explained miss, one compile for 4 concurrent processes, a
 shared Redis tier, a process killed mid-compile, uninstall."""
 
 import json
+import pathlib
+import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
-import signal
-import shutil
-import time
 
 from conftest import result_of, run, start
 
@@ -43,7 +46,7 @@ import numpy as np
 out = jax.jit(moved_fn.f)(np.arange(64.0, dtype=np.float32))
 cache = mj.installed()
 report(out=float(out), events=dict(EVENTS), lines=compiler_log.take(),
-       stats=cache.stats() if cache else None,
+       stats=cache.stats() if cache else None, xla_build=cache.xla_build if cache else None,
        jax_dir=jax.config.jax_compilation_cache_dir)
 """
 
@@ -296,3 +299,63 @@ def test_report_groups_jax_misses_by_cause_with_the_stats_totals(tmp_path, cache
     assert cache.report(since="1h")["totals"] == report["totals"]
     with pytest.raises(ValueError, match="since"):
         cache.report(since="a week")
+
+
+def another_build_of_jaxlib(tmp_path):
+    """A site directory whose jaxlib is this one's with one byte appended to its largest
+    shared library (still loadable: the loader ignores trailing bytes): the same version, another
+    binary. First on PYTHONPATH, it is the jaxlib a child imports."""
+    import jaxlib
+
+    site = tmp_path / "other-build"
+    site.mkdir()
+    copy = site / "jaxlib"
+    shutil.copytree(pathlib.Path(jaxlib.__file__).parent, copy)
+    largest = max(copy.rglob("*.so"), key=lambda p: p.stat().st_size)
+    with open(largest, "ab") as f:
+        f.write(b"\0")
+    return str(site)
+
+
+def test_another_xla_build_of_the_same_jaxlib_never_loads_these_entries(tmp_path, cache_dir):
+    from mlir_cache_key import Cache
+
+    src = write_function(tmp_path, "a", loops=3)
+    other = {"PYTHONPATH": another_build_of_jaxlib(tmp_path)}
+    first = run_f(tmp_path, cache_dir, src)
+    second = run_f(tmp_path, cache_dir, src, env=other, explain=True)
+    assert first["xla_build"].startswith("sha256:") and second["xla_build"].startswith("sha256:")
+    assert first["xla_build"] != second["xla_build"]
+    # The other build compiles for itself, and says why.
+    assert compiles(second) == 1 and hits(second) == 0
+    moved = [t for level, t in second["lines"] if "XLA build changed" in t]
+    assert moved and first["xla_build"] in moved[0] and second["xla_build"] in moved[0], moved
+    # Each build then hits its own entry.
+    again, other_again = run_f(tmp_path, cache_dir, src), run_f(tmp_path, cache_dir, src, env=other)
+    assert hits(again) == 1 and compiles(again) == 0
+    assert hits(other_again) == 1 and compiles(other_again) == 0
+    assert again["out"] == other_again["out"] == first["out"]
+    cache = Cache(str(cache_dir))
+    assert cache.stats()["miss_reasons"] == {"new": 1, "xla_build": 1}
+    report = cache.report(since="all")
+    moved = next(g for g in report["causes"] if g["cause"] == "xla_build")
+    assert moved["count"] == 1
+    assert moved["details"][0]["detail"] == (
+        f"XLA build changed: {first['xla_build']} → {second['xla_build']}")
+    # The command line finds both builds' entries, by their own keys and by JAX's.
+    def cli(*args):
+        done = subprocess.run([sys.executable, "-m", "mlir_cache_key", *args,
+                               "--cache-dir", str(cache_dir)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    entries = [e for e in json.loads(cli("cache", "entries", "--json"))
+               if e["key"].startswith("jit_f-")]
+    shown = [json.loads(cli("cache", "show", e["key"], "--json")) for e in entries]
+    assert {s["ingredients"]["xla_build"] for s in shown} == {first["xla_build"],
+                                                               second["xla_build"]}
+    jax_keys = {s["ingredients"]["key"] for s in shown}
+    assert len(jax_keys) == 1, "one JAX key, two builds"
+    by_jax_key = json.loads(cli("cache", "show", jax_keys.pop(), "--json"))
+    assert by_jax_key["ingredients"]["xla_build"] in {first["xla_build"], second["xla_build"]}
+    assert cli("why", entries[0]["key"], entries[1]["key"]).startswith("XLA build changed: ")

@@ -9,8 +9,9 @@ use mck_store::{CacheKey, Digest, ListFilter, Store};
 /// Why a key missed, as a report groups it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MissCause {
-    /// A stable code (`new_program`, `compiler_version`, `xla_flag`, `compile_option`,
-    /// `devices`, `program_changed`, `name`, `suspect`, `retry_failed`, `other`).
+    /// A stable code (`new_program`, `compiler_version`, `xla_build`, `xla_flag`,
+    /// `compile_option`, `devices`, `program_changed`, `name`, `suspect`, `retry_failed`,
+    /// `other`).
     pub code: &'static str,
     /// What moved, in one line.
     pub detail: String,
@@ -36,11 +37,13 @@ pub fn explain_miss(store: &Store, key: &CacheKey, record: &KeyRecord) -> Option
 }
 
 fn find_cause(store: &Store, key: &CacheKey, record: &KeyRecord) -> Option<MissCause> {
+    // Two: the first may be this key's own entry, stored meanwhile by the compile this miss
+    // started (a miss explained on a thread) or by another process.
     let filter = ListFilter {
-        limit: Some(1),
+        limit: Some(2),
         ..ListFilter::module(key.name())
     };
-    let nearest = store.list(&filter).ok()?;
+    let listed = store.list(&filter).ok()?;
     let plain = |code, detail: String| {
         Some(MissCause {
             code,
@@ -48,25 +51,32 @@ fn find_cause(store: &Store, key: &CacheKey, record: &KeyRecord) -> Option<MissC
             explanation: None,
         })
     };
-    let Some(nearest) = nearest.first() else {
+    let mut nearest = None;
+    for entry in &listed {
+        if entry.key != key.to_string() {
+            nearest = Some(entry);
+            break;
+        }
+        if entry.suspect.is_some() {
+            return plain(
+                "suspect",
+                "a hit audit found its entry false (suspect)".into(),
+            );
+        }
+        if entry.state == mck_store::EntryState::Failed {
+            // A remembered failure present at a miss is being retried.
+            return plain(
+                "retry_failed",
+                "retrying the remembered failure (--retry_failed_compilation)".into(),
+            );
+        }
+    }
+    let Some(nearest) = nearest else {
         return plain(
             "new_program",
             format!("no stored entry of module {}", key.name()),
         );
     };
-    if nearest.key == key.to_string() && nearest.suspect.is_some() {
-        return plain(
-            "suspect",
-            "a hit audit found its entry false (suspect)".into(),
-        );
-    }
-    if nearest.key == key.to_string() {
-        // Else only a remembered failure is both present and a miss: it is being retried.
-        return plain(
-            "retry_failed",
-            "retrying the remembered failure (--retry_failed_compilation)".into(),
-        );
-    }
     let meta = Digest::parse(&nearest.digest)
         .and_then(|d| store.read_metadata(&d))
         .ok()??;
@@ -86,6 +96,9 @@ fn find_cause(store: &Store, key: &CacheKey, record: &KeyRecord) -> Option<MissC
 
 /// The first ingredient that moved, as a cause code and a line saying what moved in it.
 fn what_moved(explanation: &Explanation) -> (&'static str, String) {
+    if let Some(line) = explanation.xla_build_line() {
+        return ("xla_build", line);
+    }
     let Some(first) = explanation.differences.first() else {
         return ("name", "only the module name differs".into());
     };
@@ -136,6 +149,7 @@ fn stats_reason(code: &str) -> &'static str {
         "xla_flag" => "flag",
         "compile_option" => "option",
         "devices" => "device",
+        "xla_build" => "xla_build",
         "name" => "name",
         _ => "other",
     }

@@ -35,11 +35,21 @@ pub struct Explanation {
     pub differences: Vec<EntryDifference>,
     /// Only the human prefix (module name) differs.
     pub name_only: bool,
+    /// The XLA builds of the two records' entries, when both are known and differ: the same
+    /// key compiled by another binary of the same jaxlib version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xla_build: Option<(String, String)>,
 }
 
 impl Explanation {
     pub fn same_key(&self) -> bool {
         self.differences.is_empty()
+    }
+
+    /// "XLA build changed: a → b", when it did.
+    pub fn xla_build_line(&self) -> Option<String> {
+        let (a, b) = self.xla_build.as_ref()?;
+        Some(format!("XLA build changed: {a} → {b}"))
     }
 }
 
@@ -58,11 +68,16 @@ pub fn explain(a: &KeyRecord, b: &KeyRecord) -> Explanation {
         })
         .collect();
     let differences = note_recipes(a, b, differences);
+    let xla_build = match (&a.xla_build, &b.xla_build) {
+        (Some(x), Some(y)) if x != y => Some((x.clone(), y.clone())),
+        _ => None,
+    };
     Explanation {
         key_a: a.key.clone(),
         key_b: b.key.clone(),
         name_only: differences.is_empty() && a.key != b.key,
         differences,
+        xla_build,
     }
 }
 
@@ -568,6 +583,9 @@ fn accelerator(ta: Option<u64>, da: &[String], tb: Option<u64>, db: &[String]) -
 
 impl fmt::Display for Explanation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(line) = self.xla_build_line() {
+            writeln!(f, "{line}")?;
+        }
         if self.same_key() {
             if self.name_only {
                 return writeln!(
@@ -598,6 +616,26 @@ mod tests {
     use super::*;
 
     use crate::record::tests::record;
+
+    #[test]
+    fn another_xla_build_of_the_same_key_is_named_first() {
+        let mut a = record("0.12.0", "");
+        let mut b = a.clone();
+        assert!(explain(&a, &b).xla_build.is_none());
+        a.xla_build = Some("sha256:aa".into());
+        assert!(
+            explain(&a, &b).xla_build.is_none(),
+            "an unknown build says nothing"
+        );
+        b.xla_build = Some("sha256:bb".into());
+        let e = explain(&a, &b);
+        assert!(e.same_key());
+        let text = e.to_string();
+        assert!(
+            text.starts_with("XLA build changed: sha256:aa → sha256:bb\nsame key"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn locations_are_found_outside_strings_with_nested_parentheses() {

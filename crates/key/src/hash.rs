@@ -145,6 +145,7 @@ pub fn compute(
         sha256,
         recipe: recipe.name.to_string(),
         entries: feeder.entries,
+        xla_build: None,
     })
 }
 

@@ -37,6 +37,11 @@ pub struct KeyRecord {
     #[serde(default = "newest_recipe_name")]
     pub recipe: String,
     pub entries: Vec<EntryRecord>,
+    /// The XLA build (`sha256:…` of the runtime libraries) that compiled the entry this record
+    /// is stored with, when the caller knows it (the Python package does). Not hashed: JAX's key
+    /// is the same for two builds of one jaxlib version; the store keeps their entries apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xla_build: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

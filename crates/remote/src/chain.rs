@@ -155,6 +155,11 @@ impl Tiered {
         &self.chain.local
     }
 
+    /// The local store, shared: for work that outlives a call (a miss explained on a thread).
+    pub fn local_shared(&self) -> Arc<Store> {
+        Arc::clone(&self.chain.local)
+    }
+
     /// The remote tiers, fastest first.
     pub fn remotes(&self) -> &[Remote] {
         &self.chain.remotes

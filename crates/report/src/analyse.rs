@@ -28,10 +28,14 @@ const BUCKET_WIDTHS_MS: [u64; 8] = [
 ];
 
 /// Every cause a report groups by, with its label.
-pub const CAUSES: [(&str, &str); 17] = [
+pub const CAUSES: [(&str, &str); 18] = [
     ("new_program", "new program: no stored entry of the module"),
     ("program_changed", "program changed"),
     ("compiler_version", "compiler version changed (jaxlib/XLA)"),
+    (
+        "xla_build",
+        "XLA build changed (another binary of the same jaxlib version)",
+    ),
     ("xla_flag", "XLA flag added, removed or changed"),
     ("compile_option", "compile option changed"),
     ("devices", "devices changed"),

@@ -8,3 +8,4 @@ mod store_api;
 mod store_history;
 mod store_processes;
 mod store_suspect;
+mod store_torn;

@@ -13,10 +13,17 @@ use std::fmt::Write as _;
 /// Version of the `cache show --json` shape.
 pub const SHOW_SCHEMA: &str = "mlir-cache-key.entry.v1";
 
-/// The entry `what` names: a key, a bare 64-hex digest, or an address holding one.
+/// Entries of one module looked through for a key stored under its XLA build's own place.
+const MAX_BUILD_VARIANTS_SCANNED: usize = 1000;
+
+/// The entry `what` names: a key, a bare 64-hex digest, or an address holding one. A JAX key
+/// whose entries the Python package keeps per XLA build names the most recently used of them.
 pub fn find(store: &Store, what: &str) -> Result<Option<EntryMeta>, CliError> {
     let digest = if let Ok(key) = CacheKey::parse(what) {
-        Some(key.digest().clone())
+        if let Some(meta) = store.read_metadata(key.digest())? {
+            return Ok(Some(meta));
+        }
+        return stored_per_build(store, &key);
     } else if let Ok(d) = Digest::parse(what) {
         Some(d)
     } else {
@@ -29,6 +36,25 @@ pub fn find(store: &Store, what: &str) -> Result<Option<EntryMeta>, CliError> {
         Some(d) => Ok(store.read_metadata(&d)?),
         None => Ok(None),
     }
+}
+
+/// The most recently used entry of `key`'s module whose record is `key`'s: where the Python
+/// package keeps it for one XLA build (`python/src/xla_build.rs`).
+fn stored_per_build(store: &Store, key: &CacheKey) -> Result<Option<EntryMeta>, CliError> {
+    let filter = mck_store::ListFilter {
+        limit: Some(MAX_BUILD_VARIANTS_SCANNED),
+        ..mck_store::ListFilter::module(key.name())
+    };
+    for entry in store.list(&filter)? {
+        let Some(meta) = store.read_metadata(&Digest::parse(&entry.digest)?)? else {
+            continue;
+        };
+        let recorded = meta.ingredients.get("sha256").and_then(|s| s.as_str());
+        if recorded == Some(key.digest().as_str()) && meta.ingredients.get("xla_build").is_some() {
+            return Ok(Some(meta));
+        }
+    }
+    Ok(None)
 }
 
 /// As [`find`], an error when nothing is stored there.

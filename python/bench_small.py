@@ -1,0 +1,129 @@
+"""Benchmark: many small programs, the shape of a test suite or a notebook — JAX's own
+persistent cache against `mlir_cache_key.jax.install()`.
+
+Each round, for each cache in turn (the order alternating between rounds), one fresh process
+compiles N distinct small `jax.jit` programs (a 16-element `tanh` each, its constant making it
+distinct) into an empty cache directory (cold: N misses), then a second fresh process runs the
+same N programs again (warm: N hits). Each process times its own loop (from the first jit to the
+last result), and `install()` (ours) alone. Ratios are ours / JAX's per round, then their median.
+
+Run with a test venv: `target/py-matrix/0.12.0.1/bin/python python/bench_small.py [--programs N]
+[--rounds R] [--profile]`. Prints Markdown. `--profile` also runs one cold and one warm process
+of ours under cProfile and prints where the time went.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+# Measure the installed package (with its native module), not this source tree.
+sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE]
+
+CHILD = """
+import json, os, sys, time
+spec = json.loads(sys.argv[1])
+import jax, jax.numpy as jnp, numpy as np
+jax.config.update("jax_compilation_cache_dir", spec["dir"])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+install_ms = None
+if spec["cache"] == "ours":
+    import mlir_cache_key.jax as mj
+    start = time.perf_counter()
+    mj.install(spec["dir"])
+    install_ms = (time.perf_counter() - start) * 1e3
+x = np.arange(16, dtype=np.float32)
+
+def program(i):
+    c = 1.0 + i / 1000.0
+    return jax.jit(lambda v: jnp.tanh(v * c))
+
+def loop():
+    total = 0.0
+    for i in range(spec["programs"]):
+        total += float(program(i)(x)[3])
+    return total
+
+if spec.get("profile"):
+    import cProfile, pstats, io
+    profile = cProfile.Profile()
+    profile.enable()
+start = time.perf_counter()
+total = loop()
+loop_s = time.perf_counter() - start
+if spec.get("profile"):
+    profile.disable()
+    out = io.StringIO()
+    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(25)
+    print(out.getvalue(), file=sys.stderr)
+print("RESULT " + json.dumps({"loop_s": loop_s, "install_ms": install_ms, "total": total}))
+"""
+
+
+def child(cache: str, directory: str, programs: int, profile: bool = False) -> dict:
+    spec = {"cache": cache, "dir": directory, "programs": programs, "profile": profile}
+    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(spec)], capture_output=True,
+                          text=True, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
+    if done.returncode != 0:
+        sys.exit(f"the {cache} child failed:\n{done.stderr[-4000:]}")
+    if profile:
+        print(f"### {cache}, {'warm' if pathlib.Path(directory, '.warm').exists() else 'cold'}\n"
+              f"```\n{done.stderr[-6000:]}\n```")
+    line = next(l for l in done.stdout.splitlines() if l.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--programs", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    caches = ["jax", "ours"]
+    runs = {(c, phase): [] for c in caches for phase in ("cold", "warm")}
+    installs = {"cold": [], "warm": []}
+    totals = set()
+    with tempfile.TemporaryDirectory() as scratch:
+        for r in range(args.rounds):
+            for cache in caches if r % 2 == 0 else caches[::-1]:
+                directory = f"{scratch}/{cache}-{r}"
+                pathlib.Path(directory).mkdir()
+                for phase in ("cold", "warm"):
+                    result = child(cache, directory, args.programs)
+                    runs[(cache, phase)].append(result["loop_s"])
+                    totals.add(round(result["total"], 3))
+                    if result["install_ms"] is not None:
+                        installs[phase].append(result["install_ms"])
+        if args.profile:
+            directory = f"{scratch}/profile"
+            pathlib.Path(directory).mkdir()
+            child("ours", directory, args.programs, profile=True)
+            pathlib.Path(directory, ".warm").touch()
+            child("ours", directory, args.programs, profile=True)
+    assert len(totals) == 1, f"the programs' results differ between runs: {totals}"
+    print(f"{args.programs} small programs, {args.rounds} rounds (order alternating); "
+          "seconds per process loop: median (best), and ours / JAX's per round, median")
+    print("| phase | JAX's cache | ours | ours / JAX's |")
+    print("|---|---|---|---|")
+    for phase in ("cold", "warm"):
+        jax_s, ours_s = runs[("jax", phase)], runs[("ours", phase)]
+        ratios = [o / j for o, j in zip(ours_s, jax_s)]
+        print(f"| {phase} | {statistics.median(jax_s):.3f} s ({min(jax_s):.3f}) "
+              f"| {statistics.median(ours_s):.3f} s ({min(ours_s):.3f}) "
+              f"| {statistics.median(ratios):.3f}x ({min(ratios):.3f}–{max(ratios):.3f}) |")
+    for phase, why in (("cold", "a fresh cache directory: the XLA build's libraries hashed"),
+                       ("warm", "their digests remembered in the cache directory")):
+        took = installs[phase]
+        print(f"\n`install()`, {phase} ({why}): median {statistics.median(took):.1f} ms "
+              f"(best {min(took):.1f}) over {len(took)} processes")
+
+
+if __name__ == "__main__":
+    main()
