@@ -1,14 +1,14 @@
 """Benchmark: many small programs, the shape of a test suite or a notebook — JAX's own
 persistent cache against `mlir_cache_key.jax.install()`.
 
-Each round, for each cache in turn (the order alternating between rounds), one fresh process
+Each round, for each cache in turn (the order rotating between rounds), one fresh process
 compiles N distinct small `jax.jit` programs (a 16-element `tanh` each, its constant making it
 distinct) into an empty cache directory (cold: N misses), then a second fresh process runs the
 same N programs again (warm: N hits). Each process times its own loop (from the first jit to the
 last result), and `install()` (ours) alone. Ratios are ours / JAX's per round, then their median.
 
 Run with a test venv: `target/py-matrix/0.12.0.1/bin/python python/bench_small.py [--programs N]
-[--rounds R] [--profile]`. Prints Markdown. `--profile` also runs one cold and one warm process
+[--rounds R] [--profile] [--prefetch]` (`--prefetch`: ours with `install(prefetch=True)` too). Prints Markdown. `--profile` also runs one cold and one warm process
 of ours under cProfile and prints where the time went.
 """
 
@@ -37,7 +37,7 @@ install_ms = None
 if spec["cache"] == "ours":
     import mlir_cache_key.jax as mj
     start = time.perf_counter()
-    mj.install(spec["dir"])
+    mj.install(spec["dir"], prefetch=spec.get("prefetch", False))
     install_ms = (time.perf_counter() - start) * 1e3
 x = np.arange(16, dtype=np.float32)
 
@@ -68,7 +68,8 @@ print("RESULT " + json.dumps({"loop_s": loop_s, "install_ms": install_ms, "total
 
 
 def child(cache: str, directory: str, programs: int, profile: bool = False) -> dict:
-    spec = {"cache": cache, "dir": directory, "programs": programs, "profile": profile}
+    spec = {"cache": "ours" if cache.startswith("ours") else cache, "dir": directory,
+            "programs": programs, "profile": profile, "prefetch": cache == "ours+prefetch"}
     done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(spec)], capture_output=True,
                           text=True, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
     if done.returncode != 0:
@@ -85,21 +86,23 @@ def main() -> None:
     parser.add_argument("--programs", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--prefetch", action="store_true",
+                        help="also ours with install(prefetch=True)")
     args = parser.parse_args()
-    caches = ["jax", "ours"]
+    caches = ["jax", "ours"] + (["ours+prefetch"] if args.prefetch else [])
     runs = {(c, phase): [] for c in caches for phase in ("cold", "warm")}
     installs = {"cold": [], "warm": []}
     totals = set()
     with tempfile.TemporaryDirectory() as scratch:
         for r in range(args.rounds):
-            for cache in caches if r % 2 == 0 else caches[::-1]:
+            for cache in caches[r % len(caches):] + caches[:r % len(caches)]:
                 directory = f"{scratch}/{cache}-{r}"
                 pathlib.Path(directory).mkdir()
                 for phase in ("cold", "warm"):
                     result = child(cache, directory, args.programs)
                     runs[(cache, phase)].append(result["loop_s"])
                     totals.add(round(result["total"], 3))
-                    if result["install_ms"] is not None:
+                    if result["install_ms"] is not None and cache == "ours":
                         installs[phase].append(result["install_ms"])
         if args.profile:
             directory = f"{scratch}/profile"
@@ -110,14 +113,18 @@ def main() -> None:
     assert len(totals) == 1, f"the programs' results differ between runs: {totals}"
     print(f"{args.programs} small programs, {args.rounds} rounds (order alternating); "
           "seconds per process loop: median (best), and ours / JAX's per round, median")
-    print("| phase | JAX's cache | ours | ours / JAX's |")
-    print("|---|---|---|---|")
+    ours = caches[1:]
+    print("| phase | JAX's cache | " + " | ".join(f"{c} | {c} / JAX's" for c in ours) + " |")
+    print("|---|---|" + "---|---|" * len(ours))
     for phase in ("cold", "warm"):
-        jax_s, ours_s = runs[("jax", phase)], runs[("ours", phase)]
-        ratios = [o / j for o, j in zip(ours_s, jax_s)]
-        print(f"| {phase} | {statistics.median(jax_s):.3f} s ({min(jax_s):.3f}) "
-              f"| {statistics.median(ours_s):.3f} s ({min(ours_s):.3f}) "
-              f"| {statistics.median(ratios):.3f}x ({min(ratios):.3f}–{max(ratios):.3f}) |")
+        jax_s = runs[("jax", phase)]
+        cells = [f"{statistics.median(jax_s):.3f} s ({min(jax_s):.3f})"]
+        for c in ours:
+            ours_s = runs[(c, phase)]
+            ratios = [o / j for o, j in zip(ours_s, jax_s)]
+            cells += [f"{statistics.median(ours_s):.3f} s ({min(ours_s):.3f})",
+                      f"{statistics.median(ratios):.3f}x ({min(ratios):.3f}–{max(ratios):.3f})"]
+        print(f"| {phase} | " + " | ".join(cells) + " |")
     for phase, why in (("cold", "a fresh cache directory: the XLA build's libraries hashed"),
                        ("warm", "their digests remembered in the cache directory")):
         took = installs[phase]
