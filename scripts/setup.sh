@@ -15,6 +15,7 @@ packages=(
   binutils  # scripts/build-wheels.sh: objdump -T, the glibc versions the wheel's program needs
   time  # GNU time: a child's own peak RSS (tests/common/mod.rs, peak_rss_kib)
   chromium fonts-dejavu-core  # crates/report/tests/html_in_chromium.rs: the HTML report rendered headless
+  postgresql  # tests/cli_registry_postgres.rs: a shared registry on a real PostgreSQL (scripts/postgres.sh)
 )
 
 missing=()
@@ -43,3 +44,6 @@ done
 for tool in redis-server redis-cli strace ip tc /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "setup: $tool missing after install" >&2; exit 1; }
 done
+# scripts/postgres.sh runs the newest /usr/lib/postgresql/<major>/bin (not PATH).
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null \
+  || { echo "setup: no /usr/lib/postgresql/*/bin/initdb after installing postgresql" >&2; exit 1; }

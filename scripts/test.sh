@@ -22,6 +22,8 @@ knobs=(
   MCK_TEST_REDIS_URL      # tests/remote/redis.rs:98 (re-exported below for our own server only)
   MCK_TEST_S3_ENDPOINT MCK_TEST_S3_REGION MCK_TEST_S3_BUCKET MCK_TEST_S3_ACCESS_KEY_ID MCK_TEST_S3_SECRET_ACCESS_KEY MCK_TEST_GARAGE_DIR  # tests/remote/garage.rs (re-exported below for our own cluster only)
   MCK_TEST_GCS_HOST MCK_TEST_GCS_BUCKET  # tests/cli_s3.rs: the GCS emulator (re-exported below)
+  MCK_TEST_POSTGRES_URL MCK_TEST_POSTGRES_PASSWORD_FILE MCK_TEST_POSTGRES_PASSFILE MCK_TEST_POSTGRES_PASSWORD MCK_TEST_POSTGRES_PSQL MCK_TEST_POSTGRES_SOCKET_DIR MCK_TEST_POSTGRES_PORT MCK_TEST_POSTGRES_ADMIN_USER  # tests/cli_registry_postgres.rs (re-exported below for our own server only)
+  PGPASSFILE PGPASSWORD PGHOST PGPORT PGUSER PGDATABASE  # libpq's defaults: a registry test must connect only where and as it says
   AWS_ENDPOINT_URL AWS_ENDPOINT_URL_S3 AWS_REGION AWS_DEFAULT_REGION AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE AWS_SHARED_CREDENTIALS_FILE AWS_CONFIG_FILE STORAGE_EMULATOR_HOST GOOGLE_APPLICATION_CREDENTIALS  # read by the s3:// and gcs:// tiers (crates/remote/src/backends/buckets.rs)
   MCK_BUILD_DIR LLVM_BIN  # lit-tests/lit.cfg.py: another build / other LLVM tools
   LIT_OPTS LIT_FILTER LIT_FILTER_OUT LIT_XFAIL LIT_XFAIL_NOT  # lit: filter out or XFAIL tests
@@ -38,7 +40,7 @@ unset "${knobs[@]}"
 # it can be searched for the secrets the tests use: no password, key or shared secret may reach
 # a log line, an error message or `config show`. The fixed ones are listed here (they are in
 # tests/cli_remote_trust.rs, cli_remote.rs, cli_s3.rs, cli_import.rs and cli_remote_tls.rs);
-# Garage's secret key is added once the cluster is up.
+# Garage's secret key and the PostgreSQL role's password are added once the servers are up.
 test_secrets=(
   "hunter2" "correct horse battery staple" "another secret, 16+ bytes" "a long enough team secret"
   "the team's own shared secret" "another team's shared secret" "tls-test-password-4c1e7"
@@ -51,12 +53,13 @@ tee_pid=$!
 bash scripts/setup.sh
 
 # The servers this run starts, its own and the tests' (Redis, Redis Cluster nodes, stunnel,
-# Garage, the GCS emulator): none may outlive it. Those running before it are not its own.
-# A zombie (killed, not yet reaped by its parent) runs no more and is not counted. The
-# emulator's name is joined inside awk, so that awk's own command line does not hold it.
+# Garage, the GCS emulator, PostgreSQL and its worker processes, all named postgres): none may
+# outlive it. Those running before it are not its own. A zombie (killed, not yet reaped by its
+# parent) runs no more and is not counted. The emulator's name is joined inside awk, so that
+# awk's own command line does not hold it.
 running_servers() {
   ps -eo pid=,stat=,comm=,args= | awk '
-    $2 !~ /^Z/ && ($3 == "redis-server" || $3 == "stunnel4" || $3 == "garage" ||
+    $2 !~ /^Z/ && ($3 == "redis-server" || $3 == "stunnel4" || $3 == "garage" || $3 == "postgres" ||
                    index($0, "gcp-storage" "-emulator")) { print $1 }' | sort -u
 }
 servers_before=$(running_servers)
@@ -74,14 +77,18 @@ stop_redis() {
 # Garage (a real S3 store: 3 nodes on loopback, replication factor 3, a bucket and a key made
 # with its own CLI; scripts/garage.sh builds it once with `cargo install --locked`, ~15 min on
 # 2 cores, and reuses the binary afterwards) and PyPI's gcp-storage-emulator (an emulator, in a
-# venv of its own) for tests/cli_s3.rs and tests/cli_netns.rs. A failure to start either fails
-# the run: the tests would fail without them under CI anyway.
+# venv of its own) for tests/cli_s3.rs and tests/cli_netns.rs, and a PostgreSQL (Debian's, run
+# by scripts/postgres.sh as the unprivileged user mck-postgres, in its own directory on a free
+# loopback port) for tests/cli_registry_postgres.rs. A failure to start any of them fails the
+# run: the tests would fail without them under CI anyway.
 garage_dir=$(mktemp -d)
 gcs_dir=$(mktemp -d)
+pg_dir=$(mktemp -d)
 stop_servers() {
   bash scripts/garage.sh stop "$garage_dir/cluster" || true
   bash scripts/gcs-emulator.sh stop "$gcs_dir" || true
-  rm -rf "$garage_dir" "$gcs_dir"
+  bash scripts/postgres.sh stop "$pg_dir" || true
+  rm -rf "$garage_dir" "$gcs_dir" "$pg_dir"
   stop_redis
 }
 trap stop_servers EXIT
@@ -102,11 +109,13 @@ export MCK_TEST_REDIS_URL="redis://127.0.0.1:$redis_port/0"
 echo "test: redis-server $(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p') on $MCK_TEST_REDIS_URL" >&2
 bash scripts/garage.sh start "$garage_dir/cluster" >/dev/null
 bash scripts/gcs-emulator.sh start "$gcs_dir" >/dev/null
+bash scripts/postgres.sh start "$pg_dir"
 set -a
 . "$garage_dir/cluster/env"
 . "$gcs_dir/env"
+. "$pg_dir/env"
 set +a
-echo "test: garage on $MCK_TEST_S3_ENDPOINT, gcp-storage-emulator on $MCK_TEST_GCS_HOST" >&2
+echo "test: garage on $MCK_TEST_S3_ENDPOINT, gcp-storage-emulator on $MCK_TEST_GCS_HOST, postgresql on $MCK_TEST_POSTGRES_URL" >&2
 
 cargo fmt --all --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
@@ -218,11 +227,12 @@ ctest --test-dir target/cmake --output-on-failure --no-tests=error
 # the same pipe as everything else: stopped first, tee sees the pipe close and finishes writing
 # the log (waited for at most 30 s, so a straggler cannot hang the run).
 s3_secret=$MCK_TEST_S3_SECRET_ACCESS_KEY
+pg_password=$MCK_TEST_POSTGRES_PASSWORD
 stop_servers
 trap - EXIT
 exec 1>&3 2>&4
 for _ in $(seq 300); do kill -0 "$tee_pid" 2>/dev/null || break; sleep 0.1; done
-test_secrets+=("$s3_secret")
+test_secrets+=("$s3_secret" "$pg_password")
 for secret in "${test_secrets[@]}"; do
   if grep -qF -- "$secret" "$run_log"; then
     echo "test: a secret the tests use appears in their output (line $(grep -nF -- "$secret" "$run_log" | head -1 | cut -d: -f1) of the run's output); no output may show one" >&2

@@ -451,3 +451,107 @@ impl DelayingProxy {
         format!("http://{}", self.addr)
     }
 }
+
+/// `exec` of `module` at `net/jit_mlp` in `run`, on host `host`, its cache and compile count its
+/// own, addresses in the shared registry at `registry` (the password from `password_file`).
+fn exec_addressed(
+    dir: &Path,
+    host: usize,
+    module: &Path,
+    run: &str,
+    registry: &str,
+    pw: &Path,
+) -> Command {
+    let out = dir.join(format!("out-{run}"));
+    let mut c = common::bin();
+    c.env(
+        "MLIR_CACHE_KEY_FLAGS",
+        format!(
+            "--cache_dir={} --registry={registry} --registry_password_file={}",
+            dir.join(format!("cache-{host}")).display(),
+            pw.display()
+        ),
+    )
+    .env("RUNS", dir.join(format!("compiles-{host}")))
+    .env("SLEEP", "0.3")
+    .args(["exec", "--input"])
+    .arg(module)
+    .arg("--output")
+    .arg(&out)
+    .args(["--namespace", "net", "--run", run, "--"])
+    .arg(dir.join("cc.sh"))
+    .arg(module)
+    .arg(&out);
+    c
+}
+
+#[test]
+fn two_hosts_on_their_own_links_share_one_registry_and_a_cut_link_builds_unaddressed() {
+    if !can_run("netns_registry") {
+        return;
+    }
+    let pg = postgres_or_skip!("netns_registry");
+    let net = Net::new(2);
+    // The database listens on loopback only: the hosts reach it over their links, through a
+    // forwarder on the bridge's address.
+    let forwarder = DelayingProxy::start(
+        &net.server(),
+        &format!("127.0.0.1:{}", pg.port),
+        Duration::ZERO,
+    );
+    let registry = format!(
+        "postgres://mck_tool@{}/mck?schema={}",
+        forwarder.addr, pg.schema
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    common::write_compiler(&dir.path().join("cc.sh"), "compiled");
+    let p = dir.path().join("p.mlir");
+    std::fs::copy(common::corpus("cpu/mlp.a.generic.mlir"), &p).expect("copy");
+    let q = dir.path().join("q.mlir");
+    let source = std::fs::read_to_string(&p).expect("read");
+    std::fs::write(
+        &q,
+        source.replacen("dense<0.000000e+00>", "dense<1.000000e+00>", 1),
+    )
+    .expect("write");
+    let spawn = |host: usize, module: &Path, run: &str| {
+        let c = exec_addressed(dir.path(), host, module, run, &registry, &pg.password_file);
+        net.on(host, &c)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn")
+    };
+    let (a, b) = (spawn(0, &p, "ra"), spawn(1, &q, "rb"));
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    let mut codes = [a.status.code(), b.status.code()];
+    codes.sort();
+    assert_eq!(
+        codes,
+        [Some(0), Some(common::EX_CONFLICT)],
+        "{}\n{}",
+        common::stderr(&a),
+        common::stderr(&b)
+    );
+    let winner = if a.status.success() { "ra" } else { "rb" };
+    let held = pg.admin_sql(&format!(
+        "SELECT run FROM {}.addresses WHERE address = 'net/jit_mlp'",
+        pg.schema
+    ));
+    assert_eq!(held, winner);
+    // Host b's link cut: its next build goes on unaddressed, saying which registry it missed.
+    net.run_on(1, &["ip", "link", "set", "eth0", "down"]);
+    let cut = net
+        .on(
+            1,
+            &exec_addressed(dir.path(), 1, &p, "rc", &registry, &pg.password_file),
+        )
+        .output()
+        .expect("run");
+    let said = common::stderr(&cut);
+    assert!(cut.status.success(), "{said}");
+    assert!(
+        said.contains(&forwarder.addr.to_string()) && said.contains("unaddressed"),
+        "{said}"
+    );
+}

@@ -320,7 +320,7 @@ fn cache_list_marks_the_suspect_entry_at_its_address() {
         ..Default::default()
     };
     let store = mlir_cache_key::store::Store::open(&settings).unwrap();
-    let registry = mlir_cache_key::runs::Registry::open(&store).unwrap();
+    let registry = mlir_cache_key::runs::Registry::open(&store, &Default::default()).unwrap();
     let record = registry
         .address("t/answer")
         .unwrap()

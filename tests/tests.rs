@@ -21,6 +21,9 @@ mod common;
 mod garage;
 #[path = "remote/gcs.rs"]
 mod gcs;
+#[macro_use]
+#[path = "remote/postgres.rs"]
+mod postgres;
 mod kernel_helpers;
 #[path = "remote/team.rs"]
 mod team;
@@ -47,6 +50,7 @@ mod cli_json;
 mod cli_key;
 mod cli_netns;
 mod cli_no_fsync;
+mod cli_registry_postgres;
 mod cli_remote;
 mod cli_remote_chain;
 mod cli_remote_cluster;

@@ -105,6 +105,9 @@ pub struct Exec<'a> {
     pub cache: OpenCache,
     /// One run id for the direct and the canonical path (made once, when first needed).
     run_id: OnceCell<String>,
+    /// Where addresses live, and whether an unreachable shared registry fails the exec.
+    registry: mck_settings::RegistrySettings,
+    strict: bool,
 }
 
 /// What [`Exec::open`] found.
@@ -152,6 +155,8 @@ impl<'a> Exec<'a> {
             request,
             cache: OpenCache::new(store, &settings),
             run_id: OnceCell::new(),
+            registry: settings.registry.clone(),
+            strict: settings.cache_errors == mck_settings::CacheErrors::Fail,
         })))
     }
 
@@ -171,6 +176,8 @@ impl<'a> Exec<'a> {
                 },
                 overwrite_conflicts: address_args.overwrite_cache_conflicts,
                 cache_args: self.args.cache.as_args(),
+                registry: self.registry.clone(),
+                strict: self.strict,
             }),
             None => None,
         })

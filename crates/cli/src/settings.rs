@@ -152,6 +152,16 @@ impl CacheOptions {
         Ok(opened.expect("a cache opened to manage it is always opened"))
     }
 
+    /// Where addresses and run records live (`registry`, with its password and lease).
+    pub fn registry_settings(&self) -> Result<mck_settings::RegistrySettings, CliError> {
+        Ok(self.resolved()?.settings.registry)
+    }
+
+    /// The registry of the cache `store` (opened to manage it) that these settings name.
+    pub fn open_registry(&self, store: &mck_store::Store) -> Result<mck_runs::Registry, CliError> {
+        Ok(mck_runs::Registry::open(store, &self.registry_settings()?)?)
+    }
+
     /// Every setting (the store's and the commands' own), with the source of each.
     pub fn resolved(&self) -> Result<Resolved, CliError> {
         Ok(Settings::resolve_env(&self.overrides()?)?)

@@ -108,7 +108,11 @@ fn side(path: &Path, args: &Args, mlir: &Mlir<'_>) -> Result<KeyRecord, CliError
     if !path.exists() {
         let tiers = args.cache.open_to_manage()?;
         let what = path.to_string_lossy();
-        return stored::record(&stored::require(tiers.local(), &what)?);
+        return stored::record(&stored::require(
+            tiers.local(),
+            &args.cache.registry_settings()?,
+            &what,
+        )?);
     }
     let bytes = crate::input::read_file(path)?;
     let hlo = args.module.canon.input_format.is_hlo(&bytes);

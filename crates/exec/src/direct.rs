@@ -46,8 +46,8 @@ pub fn run_direct<E: From<ExecError>>(
         store.local().history().set_run(&at.run);
     }
     let site = match at {
-        Some(at) => match Site::check(store.local(), at, &key, &record)? {
-            Ok(site) => Some(site),
+        Some(at) => match Site::check(store.local(), at, &key, &record, request.lock_timeout)? {
+            Ok(site) => site,
             Err(conflict) => return Ok(Some(Finished::Conflict(conflict))),
         },
         None => None,
@@ -80,7 +80,7 @@ pub fn run_direct<E: From<ExecError>>(
         _ => unreachable!("streamed, not compiled"),
     };
     let code = replay(&served, request)?;
-    Ok(Some(finish(site, &key, &ingredients, code, served)?))
+    Ok(Some(finish(store, site, &key, &ingredients, code, served)?))
 }
 
 /// After the canonical path left an entry under `record`'s key, points `manifest` at it.

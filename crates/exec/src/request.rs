@@ -42,4 +42,9 @@ pub struct AtAddress {
     pub overwrite_conflicts: bool,
     /// The cache options in force, as command-line words, for the commands a conflict prints.
     pub cache_args: String,
+    /// Where addresses and run records live (the cache directory's file, or a shared one).
+    pub registry: mck_settings::RegistrySettings,
+    /// `cache_errors = fail`: a shared registry that cannot be reached fails the exec instead
+    /// of leaving it unaddressed.
+    pub strict: bool,
 }

@@ -54,8 +54,8 @@ pub fn run_with_text(
         store.local().history().set_run(&at.run);
     }
     let site = match at {
-        Some(at) => match Site::check(store.local(), at, &key, record)? {
-            Ok(site) => Some(site),
+        Some(at) => match Site::check(store.local(), at, &key, record, request.lock_timeout)? {
+            Ok(site) => site,
             Err(conflict) => return Ok(Finished::Conflict(conflict)),
         },
         None => None,
@@ -94,7 +94,7 @@ pub fn run_with_text(
         Served::Fresh(Compiled::Abandoned(_)) => compiler_status,
         served => replay(served, request)?,
     };
-    finish(site, &key, &ingredients, code, served)
+    finish(store, site, &key, &ingredients, code, served)
 }
 
 fn ingredients_of(record: &KeyRecord) -> Result<serde_json::Value, ExecError> {
@@ -171,6 +171,7 @@ fn compile(
 
 /// Records the result at the address, if any, and says how the exec ended.
 pub(crate) fn finish(
+    store: &Tiered,
     mut site: Option<Site>,
     key: &CacheKey,
     ingredients: &serde_json::Value,
@@ -180,7 +181,7 @@ pub(crate) fn finish(
     if let Some(site) = site.as_mut() {
         match served.state() {
             Some(state) => {
-                if let Some(conflict) = site.commit(key, ingredients, state)? {
+                if let Some(conflict) = site.commit(store.local(), key, ingredients, state)? {
                     return Ok(Finished::Conflict(conflict));
                 }
             }

@@ -4,10 +4,12 @@
 use crate::error::ExecError;
 use crate::request::AtAddress;
 use mck_key::KeyRecord;
-use mck_runs::{AddressClaim, AddressEntry, Registry, RunEntry, RunState, RunningEntry};
+use mck_runs::{AddressClaim, AddressEntry, Registry, RunEntry, RunState, RunningEntry, RunsError};
+use mck_store::history::{TierAnswer, What};
 use mck_store::{CacheKey, EntryState, Store};
 use serde_json::Value;
 use std::fmt;
+use std::time::Duration;
 
 /// A cache conflict: the address holds another fingerprint; nothing was overwritten.
 #[derive(Debug, Clone)]
@@ -71,25 +73,43 @@ pub(crate) struct Site {
 impl Site {
     /// Compares the address (and this run's earlier visits) with `key` before anything is
     /// compiled, marking the address `running` when this run compiles there; `Err(report)` on
-    /// a conflict (recorded in the run).
+    /// a conflict (recorded in the run). In a shared registry, another host compiling this
+    /// very fingerprint there is waited for, up to `wait`. `Ok(Ok(None))`: a shared registry
+    /// that cannot be reached, the work going on unaddressed (warned, and counted in the
+    /// cache's history as the registry being down).
     pub(crate) fn check(
         store: &Store,
         at: AtAddress,
         key: &CacheKey,
         record: &KeyRecord,
-    ) -> Result<Result<Site, ConflictReport>, ExecError> {
+        wait: Duration,
+    ) -> Result<Result<Option<Site>, ConflictReport>, ExecError> {
+        let registry = match Registry::open(store, &at.registry) {
+            Ok(registry) => registry,
+            Err(e) => {
+                unaddressed(store, &at, key, e)?;
+                return Ok(Ok(None));
+            }
+        };
         let site = Site {
-            registry: Registry::open(store)?,
+            registry,
             at,
             record: record.clone(),
         };
-        let claim = site.registry.begin(
+        let claim = match site.registry.begin_waiting(
             &site.at.address,
             &key.to_string(),
             &site.at.run,
             site.at.overwrite_conflicts,
-            now_ms(),
-        )?;
+            wait,
+            now_ms,
+        ) {
+            Ok(claim) => claim,
+            Err(e) => {
+                unaddressed(store, &site.at, key, e)?;
+                return Ok(Ok(None));
+            }
+        };
         match claim {
             AddressClaim::RunConflict { earlier_key } => Err(site.run_conflict(&earlier_key, key)),
             AddressClaim::Conflict(existing) if !site.at.overwrite_conflicts => {
@@ -104,7 +124,7 @@ impl Site {
                 site.registry.record_conflict(&site.at.run, &entry)?;
                 Ok(Err(site.running_conflict(&holder, key)))
             }
-            _ => Ok(Ok(site)),
+            _ => Ok(Ok(Some(site))),
         }
     }
 
@@ -122,18 +142,24 @@ impl Site {
     /// Records the result at the address, deciding again under the registry lock.
     pub(crate) fn commit(
         &mut self,
+        store: &Store,
         key: &CacheKey,
         ingredients: &Value,
         state: EntryState,
     ) -> Result<Option<ConflictReport>, ExecError> {
         let entry = self.line(key, state.into());
-        match self.registry.commit(
+        let claim = self.registry.commit(
             &self.at.address,
             &entry,
             &self.at.run,
             ingredients,
             self.at.overwrite_conflicts,
-        )? {
+        );
+        let claim = match claim {
+            Ok(claim) => claim,
+            Err(e) => return unaddressed(store, &self.at, key, e).map(|()| None),
+        };
+        match claim {
             AddressClaim::RunConflict { earlier_key } => Err(self.run_conflict(&earlier_key, key)),
             AddressClaim::Conflict(existing) if !self.at.overwrite_conflicts => {
                 Ok(Some(self.conflict(&existing, key)))
@@ -200,6 +226,42 @@ impl Site {
             .map(|old| mck_key::explain::explain(&old, &self.record).to_string());
         self.report(&existing.key, &existing.run, key, what_moved)
     }
+}
+
+/// A registry that failed: when it is a shared one out of reach (and `cache_errors` is not
+/// `fail`), warned once per process and recorded as the registry being down in the cache's
+/// history; the work goes on unaddressed, its artefact still cached. Anything else fails.
+fn unaddressed(
+    store: &Store,
+    at: &AtAddress,
+    key: &CacheKey,
+    e: RunsError,
+) -> Result<(), ExecError> {
+    if !e.is_unreachable() || at.strict {
+        return Err(e.into());
+    }
+    static WARNED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if WARNED.set(()).is_ok() {
+        // The registry error shows its own source; the causes below it say why.
+        let mut why = String::new();
+        let mut cause = std::error::Error::source(&e).and_then(|s| s.source());
+        while let Some(c) = cause {
+            why.push_str(&format!(" ({c})"));
+            cause = c.source();
+        }
+        tracing::warn!(
+            "{e}{why}; {} and the rest of this process's addressed work go on unaddressed \
+             (cache_errors=fail makes this an error)",
+            at.address
+        );
+    }
+    let registry = at.registry.shared.as_deref().unwrap_or("local");
+    store.record_event(What::Tier {
+        tier: format!("registry {registry}"),
+        key: key.to_string(),
+        answer: TierAnswer::Down,
+    });
+    Ok(())
 }
 
 fn now_ms() -> i64 {

@@ -140,6 +140,8 @@ fn another_program_at_an_address_is_a_conflict() {
         run: run.into(),
         overwrite_conflicts: false,
         cache_args: "--cache-dir /some/dir".into(),
+        registry: Default::default(),
+        strict: false,
     };
     status(&s.exec(&request, b"A", Some(at("r1"))));
     match s.exec(&request, b"B", Some(at("r2"))) {

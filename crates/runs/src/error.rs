@@ -10,13 +10,17 @@ pub enum RunsError {
     /// The cache under the registry failed.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The registry of addresses and run records failed.
-    #[error("cache registry {}: cannot {op}: {source}", path.display())]
+    /// The registry of addresses and run records failed (its file, or a shared registry's
+    /// URL, which never holds a password).
+    #[error("cache registry {location}: cannot {op}: {source}")]
     Registry {
         op: &'static str,
-        path: PathBuf,
+        location: String,
+        /// The database could not be reached (a shared registry's server or network), as
+        /// opposed to refusing a statement.
+        unreachable: bool,
         #[source]
-        source: rusqlite::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A run closed with `runs close` is never changed.
     #[error("run {run} is closed (`runs close`): its record never changes; use another --run")]
@@ -33,6 +37,18 @@ impl RunsError {
     /// True when the input (an address, a run, an archive) is at fault, not the cache.
     pub fn is_refusal(&self) -> bool {
         matches!(self, RunsError::Sealed { .. } | RunsError::Refused(_))
+    }
+
+    /// True when a shared registry's database could not be reached: addressed work then goes
+    /// on unaddressed (unless `cache_errors = fail`).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            RunsError::Registry {
+                unreachable: true,
+                ..
+            }
+        )
     }
 }
 

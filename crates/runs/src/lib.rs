@@ -6,8 +6,10 @@
 //! Files, each with one job:
 //! - `address`: parsing, patterns and shapes of addresses, run ids;
 //! - `state`: the typed states of a run line;
-//! - `registry`: addresses, running marks and run records in `v1/registry.sqlite`;
-//!   `registry_file`: that file's protections and repair;
+//! - `registry`: addresses, running marks and run records, decided once against either
+//!   database: `v1/registry.sqlite` (`registry/sqlite.rs`; `registry_file`: that file's
+//!   protections and repair) or a PostgreSQL schema a team shares (`registry/postgres.rs`,
+//!   with its schema, connection, password file and lease renewal beside it);
 //! - `pins`: what eviction must spare, read from the registry; `open`: a store that knows it;
 //! - `archive`: run archives, verified before anything is written;
 //! - `error`: what all of them fail with.

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use mck_remote::Tiered;
-use mck_settings::Settings;
+use mck_settings::{RegistrySettings, Settings};
 use mck_store::Store;
 use tracing::warn;
 
@@ -32,13 +32,16 @@ pub fn open_cache(settings: &Settings, purpose: Purpose) -> Result<Option<Tiered
     if purpose == Purpose::Compile && !settings.store.enabled {
         return Ok(None);
     }
-    let store = with_pins(Store::open(&settings.store)?);
+    let store = with_pins(Store::open(&settings.store)?, &settings.registry);
     Ok(Some(Tiered::open(store, &settings.remote)))
 }
 
-/// `store` with [`RunPins`]; its registry is opened (created, repaired) first.
-pub fn with_pins(store: Store) -> Store {
-    if let Err(e) = Registry::open(&store) {
+/// `store` with [`RunPins`]; a local registry is opened (created, repaired) first. A shared
+/// one is connected to when addressed work or a command needs it, not for every compile.
+pub fn with_pins(store: Store, registry: &RegistrySettings) -> Store {
+    if registry.shared.is_none()
+        && let Err(e) = Registry::open(&store, registry)
+    {
         warn!("{e}; addresses and run records are unavailable, unaddressed work goes on");
     }
     let pins = Arc::new(RunPins::new(store.layout()));

@@ -41,14 +41,16 @@ pub(crate) fn open(
             repair(layout, &path, file_mode, now, prepare, &e.to_string())?;
             connect(&path, prepare).map_err(|source| RunsError::Registry {
                 op: "open",
-                path: path.clone(),
-                source,
+                location: path.display().to_string(),
+                unreachable: false,
+                source: Box::new(source),
             })
         }
         Err(source) => Err(RunsError::Registry {
             op: "open",
-            path,
-            source,
+            location: path.display().to_string(),
+            unreachable: false,
+            source: Box::new(source),
         }),
     }
 }
@@ -156,8 +158,9 @@ fn repair(
     create(path, file_mode)?;
     let fresh = connect(path, prepare).map_err(|source| RunsError::Registry {
         op: "create",
-        path: path.to_owned(),
-        source,
+        location: path.display().to_string(),
+        unreachable: false,
+        source: Box::new(source),
     })?;
     let salvaged = salvage(&moved, &fresh);
     warn!(

@@ -30,7 +30,10 @@ fn settings(dir: &std::path::Path) -> Settings {
 /// two days ago (so all of them may be evicted now).
 fn cache(dir: &std::path::Path, n: usize) -> (Store, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(T0));
-    let store = with_pins(Store::open_with_clock(&settings(dir), clock.clone()).unwrap());
+    let store = with_pins(
+        Store::open_with_clock(&settings(dir), clock.clone()).unwrap(),
+        &Default::default(),
+    );
     for i in 0..n {
         store.put(&key(i), &[i as u8; 1024], &json!({})).unwrap();
         clock.advance(Duration::from_millis(1));
@@ -52,7 +55,7 @@ fn record_run(store: &Store, run: &str, keys: impl Iterator<Item = CacheKey>) {
             conflict_with: None,
         })
         .collect();
-    Registry::open(store)
+    Registry::open(store, &Default::default())
         .unwrap()
         .import_run(run, T0, &lines)
         .unwrap();

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use mck_remote::{RemoteTier, Secret};
 
+use super::registry::parse_registry;
 use super::values::{
     parse_cache_errors, parse_dir_mode, parse_log_level, parse_rate, parse_seconds, parse_size,
     parse_ttl_days, parse_wait,
@@ -73,6 +74,8 @@ pub enum Kind {
     Rate(fn(&mut Settings, f64)),
     /// A wait in seconds without an upper bound ([`parse_wait`]).
     Wait(fn(&mut Settings, Duration)),
+    /// `local` or a PostgreSQL URL ([`parse_registry`]).
+    Registry(fn(&mut Settings, Option<String>)),
 }
 
 impl Kind {
@@ -88,6 +91,7 @@ impl Kind {
             Kind::CacheErrors(_) => "warn|fail",
             Kind::Mode(_) => "OCTAL",
             Kind::Remotes(_) => "URL",
+            Kind::Registry(_) => "local|URL",
             Kind::SecretFile(_) | Kind::PasswordFile(_) | Kind::File(_) => "FILE",
             Kind::Rate(_) => "RATE",
         })
@@ -127,6 +131,7 @@ impl Kind {
             }
             Kind::Rate(set) => with(set, parse_rate(text)?),
             Kind::Wait(set) => with(set, parse_wait(text)?),
+            Kind::Registry(set) => with(set, parse_registry(text)?),
         })
     }
 }
@@ -335,6 +340,43 @@ pub static SETTINGS: &[Setting] = &[
         show: |s| seconds(s.lock_timeout),
         in_config_file: true,
         command_line: CommandLine::OptionOf(&["exec"]),
+    },
+    Setting {
+        name: "registry",
+        kind: Kind::Registry(|s, url| s.registry.shared = url),
+        default: "local",
+        doc: "Where addresses, running marks and run records live: `local` (registry.sqlite in the cache directory) or a PostgreSQL schema a team shares, `postgres://user@host[:port]/database[?schema=NAME]` (schema `mlir_cache_key` by default; the password comes from registry_password_file or PGPASSFILE, never the URL).",
+        show: |s| {
+            Some(
+                s.registry
+                    .shared
+                    .clone()
+                    .unwrap_or_else(|| "local".to_owned()),
+            )
+        },
+        in_config_file: true,
+        command_line: CommandLine::ParsedLater,
+    },
+    Setting {
+        name: "registry_password_file",
+        kind: Kind::PasswordFile(|s, password| s.registry.password = Some(password)),
+        default: "none",
+        doc: "A file holding the password of the shared registry's user, so it is never in a URL, a command line or a log (without it, PGPASSFILE or ~/.pgpass is read).",
+        show: |s| Some(s.registry.password.as_ref()?.path().display().to_string()),
+        in_config_file: true,
+        command_line: CommandLine::ParsedLater,
+    },
+    Setting {
+        name: "registry_lease",
+        kind: Kind::Seconds {
+            zero_ok: false,
+            set: |s, lease| s.registry.lease = lease,
+        },
+        default: "30",
+        doc: "Seconds a compile's `running` mark in a shared registry stays live without its process renewing it (every third of it): a host that dies holds its addresses this long at most.",
+        show: |s| seconds(s.registry.lease),
+        in_config_file: true,
+        command_line: CommandLine::Absent,
     },
     Setting {
         name: "no_inode_cache",

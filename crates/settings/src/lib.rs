@@ -8,6 +8,7 @@ mod config;
 mod defs;
 mod docs;
 mod layer;
+mod registry;
 mod resolve;
 mod user_dir;
 mod values;
@@ -18,6 +19,9 @@ pub use config::{CONFIG_FILE, ConfigError, MAX_CONFIG_LEN, parse_config, read_co
 pub use defs::{CommandLine, Kind, SETTINGS, Setter, Setting, find};
 pub use docs::{man_section, markdown_table};
 pub use layer::{Assignment, Layer};
+pub use registry::{
+    DEFAULT_REGISTRY_LEASE, MAX_REGISTRY_URL_LEN, RegistrySettings, parse_registry,
+};
 pub use resolve::{Resolved, Source};
 pub use user_dir::{CACHE_DIR_NAME, user_cache_dir};
 pub use values::{
@@ -35,6 +39,8 @@ pub struct Settings {
     pub store: mck_store::Settings,
     /// The chain of remote tiers behind it (`mck-remote`).
     pub remote: mck_remote::RemoteSettings,
+    /// Where addresses and run records live (`mck-runs`).
+    pub registry: RegistrySettings,
     /// `exec` goes through the canonical key only: no manifest from the input's raw bytes.
     pub no_direct: bool,
     /// Direct mode hashes every input: no digest remembered in the inode cache.
@@ -56,6 +62,7 @@ impl Default for Settings {
         Settings {
             store: Default::default(),
             remote: Default::default(),
+            registry: Default::default(),
             no_direct: false,
             no_inode_cache: false,
             verify_hits: 0.0,

@@ -31,10 +31,10 @@ pub struct AddressView {
 /// Addresses matching the pattern and selectors, sorted.
 pub fn select(
     store: &Store,
+    registry: &Registry,
     pattern: Option<&str>,
     select: &Select,
 ) -> Result<Vec<AddressView>, CliError> {
-    let registry = Registry::open(store)?;
     let pattern = pattern
         .map(AddressPattern::parse)
         .transpose()
@@ -215,12 +215,12 @@ fn unpinned(registry: &Registry, entry: &EntrySummary) -> bool {
 
 pub fn clear(
     store: &Store,
+    registry: &Registry,
     pattern: Option<&str>,
     all: bool,
     name: Option<&str>,
     selectors: &Select,
 ) -> Result<Reported, CliError> {
-    let registry = Registry::open(store)?;
     // Filters narrow: `--all --step NAME` is every address of that step, not every address.
     let filtered =
         selectors.step.is_some() || selectors.state.is_some() || selectors.conflicts_in.is_some();
@@ -232,8 +232,8 @@ pub fn clear(
     let mut removed_addresses = 0;
     let mut digests: BTreeSet<String> = BTreeSet::new();
     if all || pattern.is_some() || filtered {
-        let chosen = select(store, pattern, selectors)?;
-        refuse_running(&registry, &chosen)?;
+        let chosen = select(store, registry, pattern, selectors)?;
+        refuse_running(registry, &chosen)?;
         for view in &chosen {
             if registry.remove_address(&view.address)? {
                 removed_addresses += 1;
@@ -256,7 +256,7 @@ pub fn clear(
         let chosen = every_entry
             || digests.contains(&entry.digest)
             || glob.as_ref().is_some_and(|g| g.matches(&entry.name));
-        chosen && !still_addressed.contains(&entry.digest) && unpinned(&registry, entry)
+        chosen && !still_addressed.contains(&entry.digest) && unpinned(registry, entry)
     }))?;
     // What a run record kept is still there.
     let mut kept = 0u64;
@@ -282,8 +282,7 @@ pub fn clear(
     })
 }
 
-pub fn adopt(store: &Store, run: &str) -> Result<Reported, CliError> {
-    let registry = Registry::open(store)?;
+pub fn adopt(store: &Store, registry: &Registry, run: &str) -> Result<Reported, CliError> {
     let lines = registry
         .run(run)?
         .ok_or_else(|| CliError::usage(anyhow!("no run {run} in this cache")))?;

@@ -27,7 +27,12 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<(), CliError> {
             select,
             json,
         } => {
-            let chosen = addresses::select(store, pattern.as_deref(), &select)?;
+            let chosen = addresses::select(
+                store,
+                &cache.open_registry(store)?,
+                pattern.as_deref(),
+                &select,
+            )?;
             text_or_json(json, &chosen, |chosen| addresses::table(chosen))?
         }
         Command::Entries {
@@ -55,10 +60,17 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<(), CliError> {
             name,
             select,
             json,
-        } => addresses::clear(store, pattern.as_deref(), all, name.as_deref(), &select)?
-            .render("clear", json)?,
+        } => addresses::clear(
+            store,
+            &cache.open_registry(store)?,
+            pattern.as_deref(),
+            all,
+            name.as_deref(),
+            &select,
+        )?
+        .render("clear", json)?,
         Command::Show { what, json } => {
-            let meta = stored::require(store, &what)?;
+            let meta = stored::require(store, &cache.registry_settings()?, &what)?;
             let suspect = stored::suspect_of(store, &meta)?;
             if json {
                 stored::json(&meta, suspect.as_ref())?
@@ -66,7 +78,9 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<(), CliError> {
                 stored::text(&meta, suspect.as_ref())
             }
         }
-        Command::Adopt { run, json } => addresses::adopt(store, &run)?.render("adopt", json)?,
+        Command::Adopt { run, json } => {
+            addresses::adopt(store, &cache.open_registry(store)?, &run)?.render("adopt", json)?
+        }
         Command::Verify { json } => {
             let progress = Progress::bar("verifying entries", json);
             let report = store.verify(|done, total| progress.set(done, total))?;

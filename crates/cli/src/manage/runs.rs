@@ -92,7 +92,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<(), CliError> {
     let store = tiers.local();
     // Archives are signed, and must be signed, with the secret that authenticates remote values.
     let secret = tiers.remote_settings().secret.as_ref();
-    let registry = Registry::open(store)?;
+    let registry = cache.open_registry(store)?;
     let text = match command {
         Command::List { json } => {
             let runs = registry.runs()?;
@@ -172,7 +172,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<(), CliError> {
         }
         Command::Export { run, file, json } => {
             let progress = Progress::spinner("exporting", json);
-            let report = export(store, &run, &file, secret)?;
+            let report = export(store, &registry, &run, &file, secret)?;
             drop(progress);
             report.render("export", json)?
         }
@@ -182,7 +182,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<(), CliError> {
             json,
         } => {
             let progress = Progress::spinner("importing", json);
-            let report = import(store, &file, adopt_cache, secret)?;
+            let report = import(store, &registry, &file, adopt_cache, secret)?;
             drop(progress);
             report.render("import", json)?
         }
@@ -215,11 +215,13 @@ fn no_run(run: &str) -> CliError {
 
 fn export(
     store: &Store,
+    registry: &Registry,
     run: &str,
     file: &Path,
     secret: Option<&Secret>,
 ) -> Result<Reported, CliError> {
-    let report = archive::export_run(store, run, file, secret)?.ok_or_else(|| no_run(run))?;
+    let report =
+        archive::export_run(store, registry, run, file, secret)?.ok_or_else(|| no_run(run))?;
     Ok(Reported {
         text: format!(
             "exported run {run}: {} lines, {} artefacts, to {}{}\n",
@@ -250,11 +252,12 @@ fn signed_mark(signed: bool) -> &'static str {
 
 fn import(
     store: &Store,
+    registry: &Registry,
     file: &Path,
     adopt_cache: bool,
     secret: Option<&Secret>,
 ) -> Result<Reported, CliError> {
-    let report = archive::import_run(store, file, secret).map_err(|e| match e {
+    let report = archive::import_run(store, registry, file, secret).map_err(|e| match e {
         RunsError::Archive { .. } => CliError::input(e),
         e => e.into(),
     })?;
@@ -272,7 +275,7 @@ fn import(
         "signed": report.signed,
     });
     if adopt_cache {
-        let adopted = super::addresses::adopt(store, &report.run)?;
+        let adopted = super::addresses::adopt(store, registry, &report.run)?;
         out.push_str(&adopted.text);
         json["adopt"] = adopted.json;
     }

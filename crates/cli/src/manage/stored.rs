@@ -7,6 +7,7 @@ use crate::error::CliError;
 use anyhow::anyhow;
 use mck_key::{KeyRecord, Readable};
 use mck_runs::Registry;
+use mck_settings::RegistrySettings;
 use mck_store::{CacheKey, Digest, EntryMeta, EntryState, Store, Suspect};
 use std::fmt::Write as _;
 
@@ -18,7 +19,11 @@ const MAX_BUILD_VARIANTS_SCANNED: usize = 1000;
 
 /// The entry `what` names: a key, a bare 64-hex digest, or an address holding one. A JAX key
 /// whose entries the Python package keeps per XLA build names the most recently used of them.
-pub fn find(store: &Store, what: &str) -> Result<Option<EntryMeta>, CliError> {
+pub fn find(
+    store: &Store,
+    registry: &RegistrySettings,
+    what: &str,
+) -> Result<Option<EntryMeta>, CliError> {
     let digest = if let Ok(key) = CacheKey::parse(what) {
         if let Some(meta) = store.read_metadata(key.digest())? {
             return Ok(Some(meta));
@@ -27,7 +32,7 @@ pub fn find(store: &Store, what: &str) -> Result<Option<EntryMeta>, CliError> {
     } else if let Ok(d) = Digest::parse(what) {
         Some(d)
     } else {
-        match Registry::open(store)?.address(what)? {
+        match Registry::open(store, registry)?.address(what)? {
             Some(entry) => Some(Digest::parse(&entry.digest)?),
             None => None,
         }
@@ -58,8 +63,12 @@ fn stored_per_build(store: &Store, key: &CacheKey) -> Result<Option<EntryMeta>, 
 }
 
 /// As [`find`], an error when nothing is stored there.
-pub fn require(store: &Store, what: &str) -> Result<EntryMeta, CliError> {
-    find(store, what)?.ok_or_else(|| {
+pub fn require(
+    store: &Store,
+    registry: &RegistrySettings,
+    what: &str,
+) -> Result<EntryMeta, CliError> {
+    find(store, registry, what)?.ok_or_else(|| {
         CliError::no_input(anyhow!(
             "{what} is neither a stored key nor an address of the cache {}",
             store.layout().root().display()

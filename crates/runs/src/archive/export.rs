@@ -31,11 +31,11 @@ pub struct ExportReport {
 /// given. `Ok(None)`: no such run.
 pub fn export_run(
     store: &Store,
+    registry: &Registry,
     run: &str,
     file: &Path,
     secret: Option<&Secret>,
 ) -> Result<Option<ExportReport>> {
-    let registry = Registry::open(store)?;
     let Some(entries) = registry.run(run)? else {
         return Ok(None);
     };

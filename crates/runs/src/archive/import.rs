@@ -36,7 +36,12 @@ type Members<'a> = tar::Entries<'a, BufReader<File>>;
 /// Reads the run archive `file` (from `runs export`) into `store`: its entry files and its run
 /// record. With `secret`, only an archive signed with it. Nothing is written unless every check
 /// passes.
-pub fn import_run(store: &Store, file: &Path, secret: Option<&Secret>) -> Result<ImportReport> {
+pub fn import_run(
+    store: &Store,
+    registry: &Registry,
+    file: &Path,
+    secret: Option<&Secret>,
+) -> Result<ImportReport> {
     let bad = |reason: String| RunsError::Archive {
         file: file.to_owned(),
         reason,
@@ -50,7 +55,6 @@ pub fn import_run(store: &Store, file: &Path, secret: Option<&Secret>) -> Result
         .map_err(|e| bad(format!("not a run export: {e}")))?
         .raw(true);
     let manifest = read_signed_manifest(&mut members, secret).map_err(bad)?;
-    let registry = Registry::open(store)?;
     if let Some(existing) = registry.run(&manifest.run)?
         && existing != manifest.entries
     {
