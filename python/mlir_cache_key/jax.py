@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from . import _audit
 from . import _jax_internals as J
 from . import _prefetch
+from . import _probe_memo
 from ._canonical import MODES, canonical_bytes, canonical_text
 
 __all__ = ["install", "uninstall", "installed", "key", "UnsupportedJaxVersion", "JAX_VERSION"]
@@ -436,9 +437,10 @@ def probe() -> tuple[str, str]:
     return ours, theirs
 
 
-def _check_probe(mode: str) -> None:
-    """Mode "jax" promises JAX's keys: refuse it when the probe says otherwise."""
-    if mode != "jax":
+def _check_probe(mode: str, memo: str | None = None) -> None:
+    """Mode "jax" promises JAX's keys: refuse it when the probe says otherwise. `memo` names
+    this setting's record of an earlier agreement (`_probe_memo`): then there is no probe."""
+    if mode != "jax" or _probe_memo.passed(memo):
         return
     ours, theirs = probe()
     if ours != theirs:
@@ -446,6 +448,7 @@ def _check_probe(mode: str) -> None:
             f"jax {J.JAX_VERSION}: mlir_cache_key's key of a probe module ({ours}) differs from "
             f"JAX's own cache_key.get ({theirs}); mode \"jax\" would not share JAX's keys. "
             "Use mode=\"canonical\" or a supported JAX release.")
+    _probe_memo.remember(memo)
 
 
 def _current_prefetcher():
@@ -487,38 +490,40 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
     verify_hits = _audit.check_rate(verify_hits)
     native = _native()  # fails loudly before anything is touched
     with _install_lock:
-        # A first install with prefetch starts loading before the probe (which lowers a module
-        # on this thread): the first executable a program asks for is often wanted soon after.
-        # A probe that fails then abandons the prefetch and still patches nothing.
-        probe_later = prefetch and _state is None
-        if not probe_later:
-            _check_probe(mode)
-        if _state is not None:
-            _uninstall_locked()
-        jax_dir = J.setting("compilation_cache_dir")
+        # The cache is opened before the probe, which it may remember having passed in this
+        # setting (`_probe_memo`), and prefetch starts loading before the probe (which lowers a
+        # module on this thread): the first executable a program asks for is often wanted soon
+        # after. A probe that fails abandons the prefetch and patches nothing, leaving an
+        # earlier install as it was. JAX's cache dir is its own unless an earlier install set it.
+        ours_set = _state is not None and _state.set_dir
+        jax_dir = None if ours_set else J.setting("compilation_cache_dir")
         if size is None and J.setting("compilation_cache_max_size") > 0:
             size = J.setting("compilation_cache_max_size")
         try:
             cache = native.Cache(cache_dir or jax_dir, size=size, ttl_days=ttl_days,
                                  remote=remote, remote_read_only=remote_read_only)
         except OSError as ex:  # an unusable directory: JAX compiles as if we were not there
-            if probe_later:
-                _check_probe(mode)
+            _check_probe(mode)
+            if _state is not None:
+                _uninstall_locked()
             warnings.warn(f"mlir-cache-key: not installed, the cache is unusable: {ex}",
                           RuntimeWarning, stacklevel=2)
             return
-        _name_xla_build(cache)
+        build = _name_xla_build(cache)
         state = _Installed(cache, cache.path, mode, explain, set_dir=not jax_dir,
                            verify_hits=verify_hits)
         if prefetch:
             state.prefetcher = _prefetch.Prefetcher(
                 cache, prefetch_name or _prefetch.default_identity(), prefetch_budget)
-        if probe_later:
-            try:
-                _check_probe(mode)
-            except BaseException:
+        try:
+            memo = _probe_memo.path(cache.path, mode, build) if mode == "jax" else None
+            _check_probe(mode, memo)
+        except BaseException:
+            if state.prefetcher is not None:
                 state.prefetcher.abandon()
-                raise
+            raise
+        if _state is not None:
+            _uninstall_locked()
         try:
             if state.set_dir:
                 J.update_setting("jax_compilation_cache_dir", state.path)
@@ -543,15 +548,17 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
             raise
 
 
-def _name_xla_build(cache) -> None:
+def _name_xla_build(cache) -> str | None:
     """Tells the cache which XLA build compiles here, so that another build's entries (same
-    jaxlib version, other binary) are never loaded (`xla_build.rs` in the extension)."""
+    jaxlib version, other binary) are never loaded (`xla_build.rs` in the extension); returns
+    the build's digest."""
     try:
         build = cache.set_xla_build(J.xla_libraries())
     except (OSError, ImportError) as ex:  # entries are then not told apart by build
         _log.warning("mlir-cache-key: cannot identify the XLA build (%s)", ex)
-        return
+        return None
     _log.debug("the XLA build here is %s", build)
+    return build
 
 
 def _uninstall_locked() -> None:

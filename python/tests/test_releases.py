@@ -142,3 +142,49 @@ def test_probe_disagreement_refuses_mode_jax(tmp_path, cache_dir):
     assert result["error"].startswith("UnsupportedJaxVersion"), result
     assert "probe" in result["error"] and "beef" in result["error"]
     assert result["untouched"] and result["canonical"]
+
+
+# An install that counts the probes it runs (a profile hook: patching a function would change
+# the setting the memo is named by), then compiles a program.
+COUNT_PROBES = """
+import numpy as np
+import mlir_cache_key.jax as mj
+probes = []
+def watch(frame, event, arg):
+    if event == "call" and frame.f_code is mj.probe.__code__:
+        probes.append(1)
+sys.setprofile(watch)
+try:
+    mj.install(sys.argv[1])
+    error = None
+except Exception as ex:
+    error = f"{type(ex).__name__}: {ex}"
+sys.setprofile(None)
+if os.environ.get("DISAGREE"):
+    from jax._src import cache_key
+    real = cache_key.get
+    cache_key.get = lambda *a, **k: real(*a, **k)[:-4] + "beef"
+    try:
+        mj.install(sys.argv[1])
+    except Exception as ex:
+        error = f"{type(ex).__name__}: {ex}"
+y = np.asarray(jax.jit(lambda x: x * 3)(np.float32(2))).tolist()
+report(probes=len(probes), error=error, y=y)
+"""
+
+
+def test_install_remembers_an_agreeing_probe_for_its_setting_only(tmp_path, cache_dir):
+    first = run(tmp_path, COUNT_PROBES, args=[str(cache_dir)])
+    assert (first["probes"], first["error"], first["y"]) == (1, None, 6.0)
+    memos = list((cache_dir / "v1" / "jax-probe").iterdir())
+    assert len(memos) == 1, memos
+    again = run(tmp_path, COUNT_PROBES, args=[str(cache_dir)])
+    assert (again["probes"], again["error"], again["y"]) == (0, None, 6.0)
+    # Another JAX configuration is another setting: probed (and remembered) again.
+    x64 = run(tmp_path, COUNT_PROBES, args=[str(cache_dir)], env={"JAX_ENABLE_X64": "1"})
+    assert x64["probes"] == 1 and x64["error"] is None
+    assert len(list((cache_dir / "v1" / "jax-probe").iterdir())) == 2
+    # A JAX whose key function changed is probed, and refused, whatever was remembered.
+    changed = run(tmp_path, COUNT_PROBES, args=[str(cache_dir)], env={"DISAGREE": "1"})
+    assert changed["error"].startswith("UnsupportedJaxVersion"), changed
+    assert "beef" in changed["error"] and changed["y"] == 6.0
