@@ -16,6 +16,8 @@ struct Team {
     /// The program at every address, and another one (one constant changed) with the same name.
     program: PathBuf,
     other: PathBuf,
+    /// Flags every command of every host gets (a shared remote tier).
+    shared_flags: String,
 }
 
 impl Team {
@@ -37,6 +39,7 @@ impl Team {
             pg,
             program,
             other,
+            shared_flags: String::new(),
         }
     }
 
@@ -49,8 +52,10 @@ impl Team {
         let mut c = bin();
         c.env(
             "MLIR_CACHE_KEY_FLAGS",
-            self.pg
-                .flags(&self.path(&format!("cache-{host}")), extra_flags),
+            self.pg.flags(
+                &self.path(&format!("cache-{host}")),
+                &format!("{} {extra_flags}", self.shared_flags),
+            ),
         )
         .env("RUNS", self.path(&format!("compiles-{host}")));
         c
@@ -357,7 +362,9 @@ fn a_registry_that_is_down_leaves_the_build_unaddressed_and_says_so() {
 
 #[test]
 fn every_address_and_run_command_sees_the_other_hosts_work() {
-    let t = Team::new(postgres_or_skip!("registry_commands"));
+    let mut t = Team::new(postgres_or_skip!("registry_commands"));
+    let redis = redis_or_skip!(crate::redis::shared("registry_commands"));
+    t.shared_flags = format!("--remote={}", redis.url());
     success(&mut t.exec("a", &t.program, "team", "r1", ""));
     // Host b sees host a's run and address.
     let runs = t.json("b", &["runs", "list", "--json"]);
@@ -386,14 +393,16 @@ fn every_address_and_run_command_sees_the_other_hosts_work() {
     success(&mut t.exec("b", &t.other, "team", "r2", ""));
     let listed = text(success(t.mck("a", "").args(["cache", "list"])));
     assert!(listed.contains("(run r2)"), "{listed}");
-    // Sealed on one host, exported from the other, imported into a third (local) cache.
+    // Sealed on one host; exported from the host that never compiled its program (its artefact
+    // comes from the shared tier), imported into a third cache with a local registry.
     success(t.mck("a", "").args(["runs", "close", "r2"]));
     failure(
         &mut t.exec("b", &t.other, "team", "r2", ""),
         common::EX_USAGE,
     );
+    assert_eq!(t.compiles("a"), 1, "host a compiled only the first program");
     let archive = t.path("r2.tar");
-    success(t.mck("b", "").args(["runs", "export", "r2"]).arg(&archive));
+    success(t.mck("a", "").args(["runs", "export", "r2"]).arg(&archive));
     let mut local = bin();
     local
         .env(
@@ -402,6 +411,7 @@ fn every_address_and_run_command_sees_the_other_hosts_work() {
         )
         .args(["runs", "import", "--adopt-cache"])
         .arg(&archive);
-    success(&mut local);
+    let imported = text(success(&mut local));
+    assert!(imported.contains("1 artefacts"), "{imported}");
     assert_eq!(t.sql("SELECT count(*) FROM {s}.running"), "0");
 }

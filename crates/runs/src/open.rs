@@ -44,6 +44,6 @@ pub fn with_pins(store: Store, registry: &RegistrySettings) -> Store {
     {
         warn!("{e}; addresses and run records are unavailable, unaddressed work goes on");
     }
-    let pins = Arc::new(RunPins::new(store.layout()));
+    let pins = Arc::new(RunPins::new(store.layout(), registry));
     store.with_pins(pins)
 }

@@ -33,6 +33,7 @@ use crate::error::{Result, RunsError};
 use crate::state::RunState;
 
 pub use model::{AddressClaim, AddressEntry, LineError, RunEntry, RunSummary, RunningEntry};
+pub(crate) use postgres::PgDb;
 pub(crate) use sqlite::connect_for_pins;
 
 /// What a database failed with, boxed: SQLite's or PostgreSQL's error.

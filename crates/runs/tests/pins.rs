@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mck_runs::{Registry, RunEntry, RunState, with_pins};
+use mck_settings::RegistrySettings;
 use mck_store::{CacheKey, EvictReport, ManualClock, Settings, Store};
 use serde_json::json;
 
@@ -29,10 +30,19 @@ fn settings(dir: &std::path::Path) -> Settings {
 /// A cache with pins whose cap (see [`settings`]) holds about four 1 KiB entries, and `n` entries stored
 /// two days ago (so all of them may be evicted now).
 fn cache(dir: &std::path::Path, n: usize) -> (Store, Arc<ManualClock>) {
+    cache_on(dir, n, &RegistrySettings::default())
+}
+
+/// [`cache`], its pins read from `registry`.
+fn cache_on(
+    dir: &std::path::Path,
+    n: usize,
+    registry: &RegistrySettings,
+) -> (Store, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(T0));
     let store = with_pins(
         Store::open_with_clock(&settings(dir), clock.clone()).unwrap(),
-        &Default::default(),
+        registry,
     );
     for i in 0..n {
         store.put(&key(i), &[i as u8; 1024], &json!({})).unwrap();
@@ -44,6 +54,15 @@ fn cache(dir: &std::path::Path, n: usize) -> (Store, Arc<ManualClock>) {
 
 /// Records run `run` with an `ok` line for each of `keys`.
 fn record_run(store: &Store, run: &str, keys: impl Iterator<Item = CacheKey>) {
+    record_run_on(store, &RegistrySettings::default(), run, keys);
+}
+
+fn record_run_on(
+    store: &Store,
+    registry: &RegistrySettings,
+    run: &str,
+    keys: impl Iterator<Item = CacheKey>,
+) {
     let lines: Vec<RunEntry> = keys
         .enumerate()
         .map(|(i, k)| RunEntry {
@@ -55,7 +74,7 @@ fn record_run(store: &Store, run: &str, keys: impl Iterator<Item = CacheKey>) {
             conflict_with: None,
         })
         .collect();
-    Registry::open(store, &Default::default())
+    Registry::open(store, registry)
         .unwrap()
         .import_run(run, T0, &lines)
         .unwrap();
@@ -124,4 +143,46 @@ fn no_cache_opens_nothing_for_a_compile() {
     let managed = mck_runs::open_cache(&s, mck_runs::Purpose::Manage).unwrap();
     assert!(managed.is_some());
     assert!(dir.path().join("c").exists());
+}
+
+/// A team's shared registry (the PostgreSQL `scripts/test.sh` starts): what its run records
+/// reference is spared by every host's eviction, not only by the host that recorded it.
+#[test]
+fn eviction_spares_what_a_shared_registrys_run_records_reference() {
+    let Ok(url) = std::env::var("MCK_TEST_POSTGRES_URL") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "MCK_TEST_POSTGRES_URL is not set under CI: scripts/test.sh starts PostgreSQL"
+        );
+        eprintln!("skipped: no PostgreSQL (run scripts/test.sh)");
+        return;
+    };
+    let password = std::env::var("MCK_TEST_POSTGRES_PASSWORD_FILE").expect("password file");
+    let schema = format!("pins_{}", std::process::id());
+    let registry = RegistrySettings {
+        shared: Some(format!("{url}?schema={schema}")),
+        password: Some(mck_remote::Secret::read_password(std::path::Path::new(&password)).unwrap()),
+        ..RegistrySettings::default()
+    };
+    // Another host recorded the run: its registry is the shared one, its cache another.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (other_host, _) = cache_on(elsewhere.path(), 0, &registry);
+    record_run_on(&other_host, &registry, "r1", (0..2).map(key));
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _clock) = cache_on(dir.path(), 10, &registry);
+    let report = store.gc().unwrap().eviction;
+    let mut admin = {
+        let mut config: postgres::Config = url.parse().unwrap();
+        config.password(std::fs::read(&password).unwrap());
+        config.connect(postgres::NoTls).unwrap()
+    };
+    admin
+        .batch_execute(&format!("DROP SCHEMA {schema} CASCADE"))
+        .unwrap();
+    assert!(report.evicted > 0, "{report:?}");
+    assert!(present(&store, &key(0)) && present(&store, &key(1)));
+    assert!(
+        !present(&store, &key(2)),
+        "the oldest unreferenced entry goes"
+    );
 }

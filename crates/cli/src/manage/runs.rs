@@ -8,8 +8,9 @@ use crate::error::CliError;
 use crate::settings::CacheOptions;
 use anyhow::anyhow;
 use mck_remote::Secret;
-use mck_runs::{Registry, RunsError, archive};
-use mck_store::Store;
+use mck_remote::Tiered;
+use mck_runs::{Registry, RunState, RunsError, archive};
+use mck_store::{CacheKey, Store};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -172,6 +173,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<(), CliError> {
         }
         Command::Export { run, file, json } => {
             let progress = Progress::spinner("exporting", json);
+            fetch_from_tiers(&tiers, &registry, &run)?;
             let report = export(store, &registry, &run, &file, secret)?;
             drop(progress);
             report.render("export", json)?
@@ -211,6 +213,26 @@ fn no_run(run: &str) -> CliError {
     CliError::usage(anyhow!(
         "no run {run} in this cache (see `mlir-cache-key runs list`)"
     ))
+}
+
+/// A run of a shared registry may have been compiled on other hosts: the artefacts this cache
+/// lacks are looked up in the remote tiers first, which copy a hit here as any hit is copied.
+/// What no tier has is then named by the export itself.
+fn fetch_from_tiers(tiers: &Tiered, registry: &Registry, run: &str) -> Result<(), CliError> {
+    let Some(lines) = registry.run(run)? else {
+        return Ok(());
+    };
+    if tiers.remotes().is_empty() {
+        return Ok(());
+    }
+    for line in lines.iter().filter(|l| l.state != RunState::Conflict) {
+        let key = CacheKey::parse(&line.key)?;
+        if tiers.local().read_metadata(key.digest())?.is_none() {
+            tiers.get(&key)?;
+        }
+    }
+    tiers.settle();
+    Ok(())
 }
 
 fn export(

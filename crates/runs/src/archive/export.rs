@@ -102,7 +102,7 @@ fn exported_bytes(store: &Store, key: &CacheKey, lines: &[RunEntry]) -> Result<V
             .find(|l| l.key == key.to_string())
             .map_or("", |l| l.address.as_str());
         RunsError::Refused(format!(
-            "the artefact of {address} ({key}) is no longer in the cache"
+            "the artefact of {address} ({key}) is in neither this cache nor its remote tiers"
         ))
     })
 }

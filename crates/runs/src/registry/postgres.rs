@@ -76,6 +76,23 @@ impl PgDb {
     }
 }
 
+impl PgDb {
+    /// Which of `digests` some run line with an artefact references (eviction's question).
+    pub(crate) fn pinned_among(
+        &mut self,
+        digests: &[String],
+    ) -> std::result::Result<std::collections::HashSet<String>, postgres::Error> {
+        let sql = format!(
+            "SELECT DISTINCT digest FROM {}.run_lines
+             WHERE digest = ANY($1) AND state <> 'conflict'",
+            self.schema
+        );
+        let mut client = self.client.lock().unwrap_or_else(PoisonError::into_inner);
+        let rows = client.query(&sql, &[&digests])?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+}
+
 impl Db for PgDb {
     fn transact(
         &mut self,
