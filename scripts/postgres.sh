@@ -17,6 +17,9 @@
 #   MCK_TEST_POSTGRES_PASSFILE        DIR/pgpass: the same as a libpq passfile, mode 0600
 #   MCK_TEST_POSTGRES_PASSWORD        the password itself (test.sh scans the run's output for it)
 #   MCK_TEST_POSTGRES_PSQL MCK_TEST_POSTGRES_SOCKET_DIR MCK_TEST_POSTGRES_PORT
+#   MCK_TEST_POSTGRES_TLS_URL         postgres://mck_tls@127.0.0.1:PORT/mck: the same password, TLS only
+#   MCK_TEST_POSTGRES_CA              the CA that signed the server's certificate (for 127.0.0.1)
+#   MCK_TEST_POSTGRES_OTHER_CA        a CA that signed nothing (a server it must refuse)
 #   MCK_TEST_POSTGRES_ADMIN_USER      SQL as the superuser:
 #       "$MCK_TEST_POSTGRES_PSQL" -X -v ON_ERROR_STOP=1 -h "$MCK_TEST_POSTGRES_SOCKET_DIR" \
 #         -p "$MCK_TEST_POSTGRES_PORT" -U "$MCK_TEST_POSTGRES_ADMIN_USER" -d mck -c 'SQL'
@@ -24,6 +27,7 @@ set -euo pipefail
 
 PG_USER=mck-postgres   # the unprivileged user the server runs as when started by root
 ROLE=mck_tool
+TLS_ROLE=mck_tls  # the same password, but over TLS only (pg_hba): for the TLS tests
 DATABASE=mck
 
 die() { echo "postgres.sh: $*" >&2; exit 1; }
@@ -95,6 +99,24 @@ start() {
     || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
 
   local port; port=$(free_port)
+  # TLS: a CA of this server's own and a certificate for 127.0.0.1 signed by it; another CA
+  # that signed nothing, for the tests that must see a server refused.
+  (
+    cd "$dir" && umask 077
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=mck test CA" \
+      -keyout ca.key -out ca.pem >/dev/null 2>&1
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=mck other CA" \
+      -keyout other-ca.key -out other-ca.pem >/dev/null 2>&1
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+      -keyout server.key -out server.csr >/dev/null 2>&1
+    printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile server.ext -out server.crt >/dev/null 2>&1
+    chmod 0644 ca.pem other-ca.pem
+  ) || die "cannot make the TLS certificates (openssl)"
+  install -m 0600 "$dir/server.crt" "$data/server.crt"
+  install -m 0600 "$dir/server.key" "$data/server.key"
+  [ "$(id -u)" != 0 ] || chown "$PG_USER:" "$data/server.crt" "$data/server.key"
   # Appended settings win over initdb's. Nothing here need survive a crash, so no fsync.
   cat >>"$data/postgresql.conf" <<EOF
 
@@ -108,13 +130,19 @@ fsync = off
 synchronous_commit = off
 full_page_writes = off
 password_encryption = 'scram-sha-256'
+ssl = on
+ssl_cert_file = 'server.crt'
+ssl_key_file = 'server.key'
 EOF
-  # The superuser over the unix socket without a password; everyone over TCP with one. Nothing
-  # else: no peer/trust over TCP, no replication.
+  # The superuser over the unix socket without a password; everyone over TCP with one, the role
+  # $TLS_ROLE over TLS only (a connection as it proves TLS). Nothing else: no peer/trust over
+  # TCP, no replication.
   cat >"$data/pg_hba.conf" <<EOF
-# TYPE  DATABASE  USER     ADDRESS       METHOD
-local   all       $run_as                trust
-host    all       all      127.0.0.1/32  scram-sha-256
+# TYPE     DATABASE  USER       ADDRESS       METHOD
+local      all       $run_as                  trust
+hostssl    all       $TLS_ROLE  127.0.0.1/32  scram-sha-256
+hostnossl  all       $TLS_ROLE  127.0.0.1/32  reject
+host       all       all        127.0.0.1/32  scram-sha-256
 EOF
 
   (cd "$dir" && as_pg "$bin/pg_ctl" -D "$data" -l "$log" -w -t 30 start) >"$dir/pg_ctl.log" 2>&1 \
@@ -135,7 +163,9 @@ EOF
 SET log_min_error_statement = panic;
 SET log_statement = 'none';
 CREATE ROLE $ROLE LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '$password';
+CREATE ROLE $TLS_ROLE LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '$password';
 CREATE DATABASE $DATABASE OWNER $ROLE;
+GRANT CREATE ON DATABASE $DATABASE TO $TLS_ROLE;
 EOF
 
   # The secrets are root's (the tests run as root), readable by nobody else.
@@ -152,6 +182,9 @@ EOF
       printf 'MCK_TEST_POSTGRES_SOCKET_DIR=%q\n' "$sock"
       printf 'MCK_TEST_POSTGRES_PORT=%q\n' "$port"
       printf 'MCK_TEST_POSTGRES_ADMIN_USER=%q\n' "$run_as"
+      printf 'MCK_TEST_POSTGRES_TLS_URL=%q\n' "postgres://$TLS_ROLE@127.0.0.1:$port/$DATABASE"
+      printf 'MCK_TEST_POSTGRES_CA=%q\n' "$dir/ca.pem"
+      printf 'MCK_TEST_POSTGRES_OTHER_CA=%q\n' "$dir/other-ca.pem"
     } >"$dir/env"
   )
   trap - EXIT

@@ -415,3 +415,39 @@ fn every_address_and_run_command_sees_the_other_hosts_work() {
     assert!(imported.contains("1 artefacts"), "{imported}");
     assert_eq!(t.sql("SELECT count(*) FROM {s}.running"), "0");
 }
+
+#[test]
+fn a_registry_over_tls_verifies_the_server_against_its_ca() {
+    let t = Team::new(postgres_or_skip!("registry_tls"));
+    // The role of this URL is let in over TLS only: a result recorded proves TLS was used.
+    let registry = format!("{}?schema={}", t.pg.tls_url, t.pg.schema);
+    let exec = |run: &str, ca: &Path, extra: &str| {
+        let mut c = t.exec("a", &t.program, "tls", run, "");
+        c.env(
+            "MLIR_CACHE_KEY_FLAGS",
+            format!(
+                "--cache_dir={} --registry={registry} --registry_password_file={} \
+                 --registry_ca_file={} {extra}",
+                t.path("cache-a").display(),
+                t.pg.password_file.display(),
+                ca.display()
+            ),
+        );
+        c
+    };
+    success(&mut exec("r1", &t.pg.ca, ""));
+    let held = t.sql("SELECT run FROM {s}.addresses WHERE address = 'tls/jit_mlp'");
+    assert_eq!(held, "r1");
+    // A server whose certificate another CA signed is refused, naming the registry and why.
+    let refused = failure(
+        &mut exec("r2", &t.pg.other_ca, "--cache_errors=fail"),
+        common::EX_CACHE,
+    );
+    assert!(refused.contains(&t.pg.tls_url), "{refused}");
+    assert!(refused.to_lowercase().contains("certificate"), "{refused}");
+    // Without it (cache_errors=warn), the build goes on unaddressed; nothing reached the
+    // registry.
+    let out = exec("r3", &t.pg.other_ca, "").output().expect("run");
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    assert_eq!(t.sql("SELECT string_agg(run, ',') FROM {s}.runs"), "r1");
+}

@@ -24,6 +24,11 @@ pub struct Server {
     pub passfile: PathBuf,
     /// This test's schema.
     pub schema: String,
+    /// The same server as a role it lets in over TLS only, the CA that signed the server's
+    /// certificate and another CA that signed nothing.
+    pub tls_url: String,
+    pub ca: PathBuf,
+    pub other_ca: PathBuf,
     psql: String,
     socket_dir: String,
     pub port: String,
@@ -57,6 +62,9 @@ impl Server {
             password_file: need("MCK_TEST_POSTGRES_PASSWORD_FILE").into(),
             passfile: need("MCK_TEST_POSTGRES_PASSFILE").into(),
             schema,
+            tls_url: need("MCK_TEST_POSTGRES_TLS_URL"),
+            ca: need("MCK_TEST_POSTGRES_CA").into(),
+            other_ca: need("MCK_TEST_POSTGRES_OTHER_CA").into(),
             psql: need("MCK_TEST_POSTGRES_PSQL"),
             socket_dir: need("MCK_TEST_POSTGRES_SOCKET_DIR"),
             port: need("MCK_TEST_POSTGRES_PORT"),

@@ -367,6 +367,15 @@ pub static SETTINGS: &[Setting] = &[
         command_line: CommandLine::ParsedLater,
     },
     Setting {
+        name: "registry_ca_file",
+        kind: Kind::File(|s, file| s.registry.ca_file = Some(file)),
+        default: "none",
+        doc: "The CA certificate (PEM) that signed the shared registry's server certificate: its connections then use TLS, verified against it (`sslmode=require` in the URL verifies against the system's roots instead).",
+        show: |s| Some(s.registry.ca_file.as_ref()?.display().to_string()),
+        in_config_file: true,
+        command_line: CommandLine::ParsedLater,
+    },
+    Setting {
         name: "registry_lease",
         kind: Kind::Seconds {
             zero_ok: false,

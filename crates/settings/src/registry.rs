@@ -23,6 +23,9 @@ pub struct RegistrySettings {
     /// How long another host takes a `running` mark for live without its compiling process
     /// renewing it (a shared registry only; the local one asks the kernel).
     pub lease: Duration,
+    /// The CA that signed the database's certificate: TLS, verified against it (else, with
+    /// `sslmode=require`, against the system's roots).
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 impl Default for RegistrySettings {
@@ -31,6 +34,7 @@ impl Default for RegistrySettings {
             shared: None,
             password: None,
             lease: DEFAULT_REGISTRY_LEASE,
+            ca_file: None,
         }
     }
 }

@@ -2,6 +2,10 @@
 //! parameter (`?schema=team`, taken out before the client parses the rest), the password
 //! comes from `registry_password_file` or the libpq password file, and every connection is
 //! bounded in time: connecting, waiting for a lock, idling in a transaction.
+//!
+//! TLS: with `registry_ca_file`, or `sslmode=require` (`verify-ca`, `verify-full`) in the URL,
+//! the connection is TLS only, the server's certificate verified for the URL's host against
+//! that CA (else the system's roots); `sslmode=disable` or nothing: plain TCP.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -28,20 +32,52 @@ pub(crate) struct Target {
     pub schema: String,
     /// The URL as messages show it (it never holds a password: the setting refuses one).
     pub shown: String,
+    /// TLS, and what verifies the server; `None`: plain TCP.
+    pub tls: Option<rustls::ClientConfig>,
+}
+
+impl Target {
+    /// Connects (TLS or plain, as the URL and settings say).
+    pub fn connect(&self) -> Result<postgres::Client, postgres::Error> {
+        match &self.tls {
+            Some(tls) => self
+                .config
+                .connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls.clone())),
+            None => self.config.connect(postgres::NoTls),
+        }
+    }
 }
 
 /// Parses `url` (already checked for form by the setting) and finds its password.
 pub(crate) fn target(url: &str, settings: &RegistrySettings) -> Result<Target, String> {
     let (base, query) = url.split_once('?').unwrap_or((url, ""));
     let mut schema = DEFAULT_SCHEMA.to_owned();
+    let mut sslmode = None;
     let mut rest = Vec::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
-        match pair.strip_prefix("schema=") {
-            Some(name) => schema = name.to_owned(),
-            None => rest.push(pair),
+        if let Some(name) = pair.strip_prefix("schema=") {
+            schema = name.to_owned();
+        } else if let Some(mode) = pair.strip_prefix("sslmode=") {
+            sslmode = Some(mode.to_owned());
+        } else {
+            rest.push(pair);
         }
     }
     check_schema(&schema)?;
+    let tls = match (sslmode.as_deref(), &settings.ca_file) {
+        (Some("disable"), Some(_)) => {
+            return Err("sslmode=disable, but registry_ca_file asks for TLS".to_owned());
+        }
+        (Some("disable"), None) | (None | Some("prefer" | "allow"), None) => None,
+        (Some("require" | "verify-ca" | "verify-full") | None | Some("prefer" | "allow"), ca) => {
+            Some(tls_config(ca.as_deref())?)
+        }
+        (Some(other), _) => {
+            return Err(format!(
+                "sslmode={other:?}: expected disable, prefer, require, verify-ca or verify-full"
+            ));
+        }
+    };
     let client_url = match rest.is_empty() {
         true => base.to_owned(),
         false => format!("{base}?{}", rest.join("&")),
@@ -77,12 +113,51 @@ pub(crate) fn target(url: &str, settings: &RegistrySettings) -> Result<Target, S
     }
     config
         .application_name("mlir-cache-key")
-        .options(SESSION_OPTIONS);
+        .options(SESSION_OPTIONS)
+        .ssl_mode(match tls {
+            Some(_) => postgres::config::SslMode::Require,
+            None => postgres::config::SslMode::Disable,
+        });
     Ok(Target {
         config,
         schema,
         shown: url.to_owned(),
+        tls,
     })
+}
+
+/// A TLS client verifying the server against the CA in `ca_file` (PEM), else the system's roots.
+fn tls_config(ca_file: Option<&std::path::Path>) -> Result<rustls::ClientConfig, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    match ca_file {
+        Some(file) => {
+            use rustls::pki_types::{CertificateDer, pem::PemObject};
+            let pem = mck_remote::Credentials::read_pem(file, "registry_ca_file")?;
+            for cert in CertificateDer::pem_slice_iter(&pem) {
+                let cert = cert.map_err(|e| format!("{}: {e}", file.display()))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| format!("{}: {e}", file.display()))?;
+            }
+        }
+        None => {
+            let found = rustls_native_certs::load_native_certs();
+            roots.add_parsable_certificates(found.certs);
+            if roots.is_empty() {
+                return Err(
+                    "TLS asked for, but the system has no CA certificates: name one \
+                            with registry_ca_file"
+                        .to_owned(),
+                );
+            }
+        }
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
 }
 
 /// A schema name is a lower-case identifier of at most 63 bytes: it is spliced into SQL.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use mck_settings::RegistrySettings;
 use mck_store::{EntryState, UnixMillis};
-use postgres::{Client, IsolationLevel, NoTls, Row, Transaction};
+use postgres::{Client, IsolationLevel, Row, Transaction};
 use serde_json::Value;
 
 use super::lease::Renewer;
@@ -50,7 +50,7 @@ impl PgDb {
                 TxError::Sealed(run) => RunsError::Sealed { run },
             }
         };
-        let mut client = target.config.connect(NoTls).map_err(|e| {
+        let mut client = target.connect().map_err(|e| {
             let mut error = failed("connect")(e);
             if let RunsError::Registry { unreachable, .. } = &mut error {
                 *unreachable = true;
