@@ -505,15 +505,7 @@ fn two_hosts_on_their_own_links_share_one_registry_and_a_cut_link_builds_unaddre
     );
     let dir = tempfile::tempdir().expect("tempdir");
     common::write_compiler(&dir.path().join("cc.sh"), "compiled");
-    let p = dir.path().join("p.mlir");
-    std::fs::copy(common::corpus("cpu/mlp.a.generic.mlir"), &p).expect("copy");
-    let q = dir.path().join("q.mlir");
-    let source = std::fs::read_to_string(&p).expect("read");
-    std::fs::write(
-        &q,
-        source.replacen("dense<0.000000e+00>", "dense<1.000000e+00>", 1),
-    )
-    .expect("write");
+    let (p, q) = crate::postgres::two_programs(dir.path());
     let spawn = |host: usize, module: &Path, run: &str| {
         let c = exec_addressed(dir.path(), host, module, run, &registry, &pg.password_file);
         net.on(host, &c)

@@ -3,7 +3,7 @@
 //! host waiting for another's result, sealed runs the database itself keeps immutable, a
 //! registry that is down, and every address and run command seen from both hosts.
 
-use crate::common::{self, bin, corpus, failure, success, text};
+use crate::common::{self, bin, failure, success, text};
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -24,16 +24,7 @@ impl Team {
     fn new(pg: crate::postgres::Server) -> Team {
         let dir = tempfile::tempdir().expect("tempdir");
         common::write_compiler(&dir.path().join("cc.sh"), "compiled");
-        let program = dir.path().join("p.mlir");
-        std::fs::copy(corpus("cpu/mlp.a.generic.mlir"), &program).expect("copy");
-        let source = std::fs::read_to_string(&program).expect("read");
-        let changed = source.replacen("dense<0.000000e+00>", "dense<1.000000e+00>", 1);
-        assert_ne!(
-            source, changed,
-            "the corpus module has the constant to change"
-        );
-        let other = dir.path().join("q.mlir");
-        std::fs::write(&other, changed).expect("write");
+        let (program, other) = crate::postgres::two_programs(dir.path());
         Team {
             dir,
             pg,

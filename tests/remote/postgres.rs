@@ -4,7 +4,7 @@
 //! fails under CI (`CI` set); by hand it is skipped with a line on stderr.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The server of `$MCK_TEST_POSTGRES_*`, or `None` (by hand) when there is none.
@@ -146,6 +146,21 @@ impl Server {
             .output()
             .expect("run psql")
     }
+}
+
+/// Two programs in `dir` that land at one address: the corpus MLP module (`p.mlir`) and the
+/// same module with one constant changed (`q.mlir`), so of the same name and another key.
+pub fn two_programs(dir: &Path) -> (PathBuf, PathBuf) {
+    let (p, q) = (dir.join("p.mlir"), dir.join("q.mlir"));
+    std::fs::copy(crate::common::corpus("cpu/mlp.a.generic.mlir"), &p).expect("copy");
+    let source = std::fs::read_to_string(&p).expect("read");
+    let changed = source.replacen("dense<0.000000e+00>", "dense<1.000000e+00>", 1);
+    assert_ne!(
+        source, changed,
+        "the corpus module has the constant to change"
+    );
+    std::fs::write(&q, changed).expect("write");
+    (p, q)
 }
 
 impl Drop for Server {

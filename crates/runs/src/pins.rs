@@ -56,9 +56,7 @@ impl RunPins {
             *conn = Some(registry::connect_for_pins(&self.path)?);
         }
         let conn = conn.as_ref().expect("opened above");
-        let mut stmt = conn.prepare_cached(
-            "SELECT 1 FROM run_lines WHERE digest = ?1 AND state <> 'conflict' LIMIT 1",
-        )?;
+        let mut stmt = conn.prepare_cached(registry::PINNED)?;
         let mut pinned = HashSet::new();
         for digest in digests {
             if stmt.query_row([digest], |_| Ok(())).optional()?.is_some() {

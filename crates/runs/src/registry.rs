@@ -34,7 +34,7 @@ use crate::state::RunState;
 
 pub use model::{AddressClaim, AddressEntry, LineError, RunEntry, RunSummary, RunningEntry};
 pub(crate) use postgres::PgDb;
-pub(crate) use sqlite::connect_for_pins;
+pub(crate) use sqlite::{PINNED, connect_for_pins};
 
 /// What a database failed with, boxed: SQLite's or PostgreSQL's error.
 pub(crate) type DbError = Box<dyn StdError + Send + Sync>;
@@ -54,6 +54,25 @@ impl TxError {
         TxError::Db {
             source: source.into(),
             unreachable: false,
+        }
+    }
+
+    /// The crate's error for this failure of `op` on the registry at `location`.
+    pub(crate) fn into_runs(self, op: &'static str, location: String) -> RunsError {
+        match self {
+            TxError::Sealed(run) => RunsError::Sealed { run },
+            TxError::Refused(reason) => {
+                RunsError::Refused(format!("registry {location}: {reason}"))
+            }
+            TxError::Db {
+                source,
+                unreachable,
+            } => RunsError::Registry {
+                op,
+                location,
+                unreachable,
+                source,
+            },
         }
     }
 }
@@ -119,9 +138,6 @@ pub(crate) trait Db: Send {
     ) -> TxResult<()>;
     /// The registry's file, or its URL (never a password), for messages.
     fn location(&self) -> String;
-    /// True for a registry other hosts share: a mark is a lease, and the same fingerprint
-    /// compiling elsewhere is waited for.
-    fn is_shared(&self) -> bool;
     /// Keeps this process's mark at `address` live until [`Db::stop_renewing`] (shared
     /// registries; the local one has nothing to renew).
     fn start_renewing(&mut self, _address: &str) {}
@@ -130,6 +146,9 @@ pub(crate) trait Db: Send {
 
 pub struct Registry {
     db: std::sync::Mutex<Box<dyn Db>>,
+    /// A registry other hosts share: a mark is a lease, and the same fingerprint compiling
+    /// elsewhere is waited for.
+    shared: bool,
     lease: Duration,
 }
 
@@ -144,6 +163,7 @@ impl Registry {
         };
         Ok(Registry {
             db: std::sync::Mutex::new(db),
+            shared: settings.shared.is_some(),
             lease: settings.lease,
         })
     }
@@ -165,29 +185,8 @@ impl Registry {
         });
         match outcome {
             Ok(()) => Ok(value.expect("set by the body")),
-            Err(TxError::Sealed(run)) => Err(RunsError::Sealed { run }),
-            Err(TxError::Refused(reason)) => Err(RunsError::Refused(format!(
-                "registry {}: {reason}",
-                db.location()
-            ))),
-            Err(TxError::Db {
-                source,
-                unreachable,
-            }) => Err(RunsError::Registry {
-                op,
-                location: db.location(),
-                unreachable,
-                source,
-            }),
+            Err(e) => Err(e.into_runs(op, db.location())),
         }
-    }
-
-    /// True for a registry shared by hosts (PostgreSQL).
-    pub fn is_shared(&self) -> bool {
-        self.db
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_shared()
     }
 
     /// Compares `key` with what the address (and this run) recorded, before compiling; when
@@ -203,8 +202,7 @@ impl Registry {
         now: UnixMillis,
     ) -> Result<AddressClaim> {
         let text = address.to_string();
-        let shared = self.is_shared();
-        let lease = self.lease;
+        let (shared, lease) = (self.shared, self.lease);
         let claim = self.transact("read an address", Scope::Address(&text), |tx| {
             refuse_sealed(tx, run)?;
             let claim = decide(tx, &text, key, run, shared)?;

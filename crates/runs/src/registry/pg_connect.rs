@@ -64,15 +64,18 @@ pub(crate) fn target(url: &str, settings: &RegistrySettings) -> Result<Target, S
         }
     }
     check_schema(&schema)?;
-    let tls = match (sslmode.as_deref(), &settings.ca_file) {
-        (Some("disable"), Some(_)) => {
+    // A CA file asks for TLS as `require` does; without either, plain TCP.
+    let ca = settings.ca_file.as_deref();
+    let tls = match sslmode.as_deref() {
+        Some("disable") if ca.is_some() => {
             return Err("sslmode=disable, but registry_ca_file asks for TLS".to_owned());
         }
-        (Some("disable"), None) | (None | Some("prefer" | "allow"), None) => None,
-        (Some("require" | "verify-ca" | "verify-full") | None | Some("prefer" | "allow"), ca) => {
-            Some(tls_config(ca.as_deref())?)
+        Some("disable") => None,
+        None | Some("prefer" | "allow") if ca.is_none() => None,
+        None | Some("prefer" | "allow" | "require" | "verify-ca" | "verify-full") => {
+            Some(tls_config(ca)?)
         }
-        (Some(other), _) => {
+        Some(other) => {
             return Err(format!(
                 "sslmode={other:?}: expected disable, prefer, require, verify-ca or verify-full"
             ));

@@ -34,31 +34,19 @@ impl PgDb {
     pub(crate) fn open(url: &str, settings: &RegistrySettings) -> Result<PgDb> {
         let target = super::pg_connect::target(url, settings)
             .map_err(|reason| RunsError::Refused(format!("registry {url}: {reason}")))?;
-        let failed = |op: &'static str| {
-            let shown = target.shown.clone();
-            move |e: postgres::Error| match pg_error(e) {
-                TxError::Db {
-                    source,
-                    unreachable,
-                } => RunsError::Registry {
-                    op,
-                    location: shown.clone(),
-                    unreachable,
-                    source,
-                },
-                TxError::Refused(reason) => RunsError::Refused(reason),
-                TxError::Sealed(run) => RunsError::Sealed { run },
-            }
-        };
+        // Whatever stops a connection (network, authentication, TLS) leaves the registry out
+        // of reach: addressed work goes on unaddressed.
         let mut client = target.connect().map_err(|e| {
-            let mut error = failed("connect")(e);
-            if let RunsError::Registry { unreachable, .. } = &mut error {
-                *unreachable = true;
+            let source = Box::new(e);
+            TxError::Db {
+                source,
+                unreachable: true,
             }
-            error
+            .into_runs("connect", target.shown.clone())
         })?;
-        let version = pg_schema::prepare(&mut client, &target.schema)
-            .map_err(failed("create or migrate its tables"))?;
+        let version = pg_schema::prepare(&mut client, &target.schema).map_err(|e| {
+            pg_error(e).into_runs("create or migrate its tables", target.shown.clone())
+        })?;
         if version > SCHEMA_VERSION {
             return Err(RunsError::Refused(format!(
                 "registry {}: schema {} has layout version {version}, newer than this \
@@ -131,10 +119,6 @@ impl Db for PgDb {
 
     fn location(&self) -> String {
         self.shown.clone()
-    }
-
-    fn is_shared(&self) -> bool {
-        true
     }
 
     fn start_renewing(&mut self, address: &str) {

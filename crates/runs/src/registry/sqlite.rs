@@ -115,10 +115,6 @@ impl Db for SqliteDb {
     fn location(&self) -> String {
         self.path.display().to_string()
     }
-
-    fn is_shared(&self) -> bool {
-        false
-    }
 }
 
 struct SqliteTx<'c>(&'c Connection);
