@@ -442,3 +442,57 @@ fn a_registry_over_tls_verifies_the_server_against_its_ca() {
     assert!(out.status.success(), "{}", common::stderr(&out));
     assert_eq!(t.sql("SELECT string_agg(run, ',') FROM {s}.runs"), "r1");
 }
+
+#[test]
+fn a_registry_setting_that_cannot_be_used_leaves_the_build_unaddressed_and_names_it() {
+    let t = Team::new(postgres_or_skip!("registry_unusable"));
+    let missing_ca = t.path("no-such-ca.pem");
+    let garbage_ca = t.path("garbage.pem");
+    std::fs::write(&garbage_ca, "not a certificate").unwrap();
+    for (registry, extra, said) in [
+        (
+            format!("{}?schema=Bad-Name", t.pg.url),
+            String::new(),
+            "schema",
+        ),
+        (
+            format!("{}?sslmode=sometimes", t.pg.url),
+            String::new(),
+            "sslmode",
+        ),
+        (
+            t.pg.registry(),
+            format!("--registry_ca_file={}", missing_ca.display()),
+            "no-such-ca.pem",
+        ),
+        (
+            t.pg.registry(),
+            format!("--registry_ca_file={}", garbage_ca.display()),
+            "no PEM block",
+        ),
+    ] {
+        let exec = |run: &str, strict: &str| {
+            let mut c = t.exec("a", &t.program, "unusable", run, "");
+            c.env(
+                "MLIR_CACHE_KEY_FLAGS",
+                format!(
+                    "--cache_dir={} --registry={registry} --registry_password_file={} {extra} \
+                     {strict}",
+                    t.path("cache-a").display(),
+                    t.pg.password_file.display()
+                ),
+            );
+            c
+        };
+        let out = exec("r1", "").output().expect("run");
+        let warned = common::stderr(&out);
+        assert!(out.status.success(), "{registry} {extra}: {warned}");
+        assert!(
+            warned.contains(said) && warned.contains("unaddressed"),
+            "{warned}"
+        );
+        let strict = failure(&mut exec("r2", "--cache_errors=fail"), common::EX_CACHE);
+        assert!(strict.contains(said), "{strict}");
+    }
+    assert_eq!(t.compiles("a"), 1, "cached all the same");
+}

@@ -32,8 +32,15 @@ pub(crate) struct PgDb {
 impl PgDb {
     /// Connects to the registry `url` names and prepares its schema.
     pub(crate) fn open(url: &str, settings: &RegistrySettings) -> Result<PgDb> {
-        let target = super::pg_connect::target(url, settings)
-            .map_err(|reason| RunsError::Refused(format!("registry {url}: {reason}")))?;
+        // A URL or TLS file that cannot be used leaves the registry out of reach as a network
+        // would: addressed work goes on unaddressed (`cache_errors = fail`: an error).
+        let target = super::pg_connect::target(url, settings).map_err(|reason| {
+            TxError::Db {
+                source: reason.into(),
+                unreachable: true,
+            }
+            .into_runs("read its URL and files", url.to_owned())
+        })?;
         // Whatever stops a connection (network, authentication, TLS) leaves the registry out
         // of reach: addressed work goes on unaddressed.
         let mut client = target.connect().map_err(|e| {
