@@ -47,13 +47,26 @@ def canonical_bytes(module, callbacks=J.NO_CALLBACKS_IGNORED, mode: str = "jax")
     """The bytes the installed JAX hashes for `module` (mode "jax"), or in
     mode "canonical" the same with embedded Triton kernels stripped as well.
     `callbacks` is the release's callback argument of `cache_key.get`."""
+    return canonical(module, callbacks, mode)[0]
+
+
+def canonical(module, callbacks=J.NO_CALLBACKS_IGNORED, mode: str = "jax"):
+    """`canonical_bytes`, and the canonical module they were written from (None where JAX
+    hashes the module as it is): kept, a miss prints it (`text_of`) without canonicalising
+    the module again."""
     if J.include_metadata_in_key():
         # JAX hashes the module as it is: nothing to save.
         with module.context:
-            return J.serialize_ir(module, callbacks)
+            return J.serialize_ir(module, callbacks), None
     with module.context:
         m, data = _canonical_module(module, callbacks, mode)
-        return data if data is not None else _write(m)
+        return (data if data is not None else _write(m)), m
+
+
+def text_of(canonical_module) -> str:
+    """A canonical module's text (the module JAX compiles, so verified already: printing
+    without verifying again gives the same text, for half the cost)."""
+    return canonical_module.operation.get_asm(enable_debug_info=False, assume_verified=True)
 
 
 def canonical_text(module, callbacks=J.NO_CALLBACKS_IGNORED, mode: str = "jax") -> str:
@@ -62,7 +75,7 @@ def canonical_text(module, callbacks=J.NO_CALLBACKS_IGNORED, mode: str = "jax") 
         if J.include_metadata_in_key():
             return module.operation.get_asm(enable_debug_info=True)
         m, _ = _canonical_module(module, callbacks, mode)
-        return m.operation.get_asm(enable_debug_info=False)
+        return text_of(m)
 
 
 def _canonical_module(module, callbacks, mode):

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import importlib
 import warnings
+import zlib
 from dataclasses import dataclass
 
 
@@ -394,11 +395,20 @@ def log_persistent_cache_hit(module_name: str, key: str) -> None:
     compiler.log_persistent_cache_hit(module_name, key)
 
 
+# Without zstd, JAX deflates every value at zlib's default level 6, which costs a small
+# program's miss more than the rest of our store. A value below this size is stored (level 0:
+# no deflate, read back at memory speed); a larger one is deflated at level 1 (faster, a few
+# per cent larger). Both are zlib streams JAX's own `decompress_executable` reads.
+_STORED_BELOW = 64 << 10
+
+
 def entry_value(executable, compile_secs: float) -> bytes:
-    """A cache value as JAX writes it: compile time + executable, compressed."""
+    """A cache value in JAX's format: compile time + executable, compressed."""
     cc = compilation_cache
-    return cc.compress_executable(
-        cc.combine_executable_and_time(executable.serialize(), int(compile_secs)))
+    value = cc.combine_executable_and_time(executable.serialize(), int(compile_secs))
+    if getattr(cc, "zstd", None) is not None or cc.zstandard is not None:
+        return cc.compress_executable(value)
+    return zlib.compress(value, 0 if len(value) < _STORED_BELOW else 1)
 
 
 def extract_entry(value: bytes) -> tuple[bytes, int]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import atexit
 import collections
-import json
 import logging
 import os
 import sys
@@ -36,7 +35,7 @@ from . import _audit
 from . import _jax_internals as J
 from . import _prefetch
 from . import _probe_memo
-from ._canonical import MODES, canonical_bytes, canonical_text
+from ._canonical import MODES, canonical, canonical_text, text_of
 
 __all__ = ["install", "uninstall", "installed", "key", "UnsupportedJaxVersion", "JAX_VERSION"]
 
@@ -69,12 +68,25 @@ def _native():
 @dataclass
 class _Computed:
     key: str
-    record: str
+    handle: object  # the native KeyRecordHandle: the record as computed
     parts: dict
     computation: bytes
     module: object
     callbacks: object  # the release's callback argument
     mode: str
+    canonical: object = None  # the canonical module `computation` was written from, if any
+    _record: str | None = None
+
+    @property
+    def record(self) -> str:
+        """The record as JSON, made when first asked: only a miss stores or explains it."""
+        if self._record is None:
+            self._record = self.handle.json()
+        return self._record
+
+    @record.setter
+    def record(self, value: str) -> None:
+        self._record = value
 
 
 _topologies: dict = {}
@@ -105,7 +117,7 @@ def _compute(module, devices, compile_options, backend, compression,
              callbacks, mode, computation_text=None) -> _Computed:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
-    computation = canonical_bytes(module, callbacks, mode)
+    computation, canonical_module = canonical(module, callbacks, mode)
     topology, topology_error = _accelerator(devices)
     hook = J.custom_hook()
     if mode == "canonical":
@@ -128,13 +140,14 @@ def _compute(module, devices, compile_options, backend, compression,
         jax_version=J.JAX_VERSION if not J.UNTESTED else J.NEWEST,
     )
     name = J.module_name(module)
-    result = _native().key_from_parts(computation, name, **parts)
-    _log_trace(result, topology_error)
-    return _Computed(result["key"], result["record"], parts, computation, module,
-                     callbacks, mode)
+    result = _native().key_from_parts(computation, name, lazy_record=True, **parts)
+    handle = result["record"]
+    _log_trace(handle, topology_error)
+    return _Computed(result["key"], handle, parts, computation, module, callbacks, mode,
+                     canonical_module)
 
 
-def _log_trace(result, topology_error) -> None:
+def _log_trace(handle, topology_error) -> None:
     """JAX's log records of one `cache_key.get`, in its order. With DEBUG on,
     JAX hashes each entry twice (once more to log its digest), so the flag and
     topology-fallback lines come twice."""
@@ -145,11 +158,10 @@ def _log_trace(result, topology_error) -> None:
     runs = 2 if debug else 1
     flags = None
     if debug:
-        record = json.loads(result["record"])
-        readable = record["entries"][3]["readable"]
-        excluded = set(readable["excluded"])
-        flags = sorted(readable["included"] + readable["excluded"])
-    trace = result["trace"]
+        included, left_out = handle.flags()
+        excluded = set(left_out)
+        flags = sorted(included + left_out)
+    trace = handle.trace() if debug else []
     for i, name in enumerate(_ENTRY_NAMES):
         for _ in range(runs):
             if name == "XLA flags" and flags:
@@ -319,10 +331,13 @@ def _record_with_text(computed: _Computed) -> str:
     printing a module costs far less than the compile that follows)."""
     if len(computed.computation) * 8 > MAX_RECORDED_TEXT:  # text is several times larger
         return computed.record
-    text = canonical_text(computed.module, computed.callbacks, computed.mode)
+    if computed.canonical is not None:
+        text = text_of(computed.canonical)
+    else:
+        text = canonical_text(computed.module, computed.callbacks, computed.mode)
     if len(text) > MAX_RECORDED_TEXT:
         return computed.record
-    return _native().record_with_text(computed.record, text)
+    return computed.handle.with_text(text)
 
 
 def _entry_value(executable, compile_secs, module_name, cache_key) -> bytes | None:
@@ -404,6 +419,10 @@ def _cache_read(module_name, cache_key, compile_options, backend, executable_dev
     state = _state
     value = state.take_read(cache_key) if state is not None else None
     computed = state.recalled(cache_key) if value is not None else None
+    if executable is not None and state is not None:
+        # A hit needs nothing more of the key: let its module go now, as JAX does, rather than
+        # keep the last few modules (each with its MLIR context) alive.
+        state.forget(cache_key)
     if executable is None or computed is None or not J.can_audit(computed.computation,
                                                                   bool(host_callbacks)):
         return executable, compile_time

@@ -9,6 +9,8 @@
 
 mod audit;
 mod cli;
+mod explainer;
+mod key_record;
 mod prefetch;
 
 mod remote_chain;
@@ -19,7 +21,7 @@ use std::time::Duration;
 
 use mck_key::flags::FlagSources;
 use mck_key::{
-    Accelerator, CanonicalSource, CompileOptionsInput, Computation, JaxRecipe, KeyInputs,
+    Accelerator, CanonicalSource, CompileOptionsInput, Computation, Detail, JaxRecipe, KeyInputs,
     KeyRecord, Readable, SourceError,
 };
 use mck_remote::{Compiled, Served, Tiered};
@@ -82,7 +84,9 @@ fn to_python(py: Python<'_>, value: &impl serde::Serialize) -> PyResult<Py<PyAny
 /// bytes; the rest as `mlir-cache-key key --computation-bytes` takes them
 /// (`compile_options` raw, normalized here as JAX does; `jax_version` picks the release's
 /// recipe, default the newest). Returns `key`, JAX's
-/// 16 `trace` lines and the JSON `record` (with `computation_text` when given).
+/// 16 `trace` lines and the JSON `record` (with `computation_text` when given). With
+/// `lazy_record`, `record` is a `KeyRecordHandle` (JSON on demand, `trace()` from it) and leaves
+/// out the compile options' text view (`why` reads their hashed bytes): what a JAX lookup keeps.
 #[pyfunction]
 #[pyo3(signature = (
     computation, module_name, *, compiler_version = String::new(), platform = String::new(),
@@ -90,7 +94,7 @@ fn to_python(py: Python<'_>, value: &impl serde::Serialize) -> PyResult<Py<PyAny
     argv = Vec::new(), flag_prefixes = Vec::new(), compile_options = None,
     topology_fingerprint = None, topology_serialized = None, device_kinds = Vec::new(),
     compression = "zstandard".to_owned(), custom_hook = String::new(), computation_text = None,
-    jax_version = None, runtime_type = String::new(),
+    jax_version = None, runtime_type = String::new(), lazy_record = false,
 ))]
 #[allow(clippy::too_many_arguments)]
 fn key_from_parts<'py>(
@@ -113,6 +117,7 @@ fn key_from_parts<'py>(
     computation_text: Option<String>,
     jax_version: Option<String>,
     runtime_type: String,
+    lazy_record: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let recipe = match jax_version.as_deref() {
         Some(version) => JaxRecipe::for_version(version).map_err(value_error)?,
@@ -145,7 +150,11 @@ fn key_from_parts<'py>(
         compression,
         custom_hook,
     };
-    let (record, json) = py
+    let detail = match lazy_record {
+        true => Detail::WithoutOptionsText,
+        false => Detail::Full,
+    };
+    let record = py
         .detach(|| {
             let with_text;
             let computation = match &computation_text {
@@ -161,16 +170,20 @@ fn key_from_parts<'py>(
                 }
                 None => Computation::Bytes(computation),
             };
-            let record =
-                mck_key::compute(computation, &inputs, recipe).map_err(|e| e.to_string())?;
-            let json = serde_json::to_string(&record).map_err(|e| e.to_string())?;
-            Ok::<_, String>((record, json))
+            mck_key::compute_with(computation, &inputs, recipe, detail)
         })
-        .map_err(PyValueError::new_err)?;
+        .map_err(value_error)?;
     let out = PyDict::new(py);
     out.set_item("key", &record.key)?;
+    if lazy_record {
+        out.set_item("record", key_record::KeyRecordHandle::new(record))?;
+        return Ok(out);
+    }
     out.set_item("trace", record.trace_lines())?;
-    out.set_item("record", json)?;
+    out.set_item(
+        "record",
+        serde_json::to_string(&record).map_err(value_error)?,
+    )?;
     Ok(out)
 }
 
@@ -260,8 +273,8 @@ struct Cache {
     lock_timeout: Duration,
     /// The XLA build this process runs, once `set_xla_build` named it (`xla_build.rs`).
     xla_build: std::sync::OnceLock<String>,
-    /// Misses being explained on threads (`explain_miss(..., wait=False)`); `settle` joins them.
-    explaining: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// Misses being explained off the compile's path (`explain_miss(..., wait=False)`).
+    explaining: explainer::Explainer,
 }
 
 /// A size: a byte count (int) or a string such as "10G".
@@ -364,7 +377,7 @@ impl Cache {
             settings: all.store,
             lock_timeout,
             xla_build: std::sync::OnceLock::new(),
-            explaining: std::sync::Mutex::new(Vec::new()),
+            explaining: explainer::Explainer::default(),
         })
     }
 
@@ -408,13 +421,7 @@ impl Cache {
     /// remote hits (written beside the caller, so a hit returns as soon as it is verified);
     /// `mlir_cache_key.jax.install()` calls it at exit.
     fn settle(&self, py: Python<'_>) {
-        let explaining =
-            std::mem::take(&mut *self.explaining.lock().unwrap_or_else(|e| e.into_inner()));
-        py.detach(|| {
-            for thread in explaining {
-                let _ = thread.join();
-            }
-        });
+        py.detach(|| self.explaining.settle());
         if let Some(tiered) = &self.tiered {
             py.detach(|| tiered.settle());
         }
@@ -583,12 +590,11 @@ impl Cache {
         };
         if !wait {
             let store = tiered.local_shared();
-            let thread = std::thread::spawn(move || {
-                mck_exec::explain::explain_miss(&store, &key, &record);
+            py.detach(|| {
+                self.explaining.submit(move || {
+                    mck_exec::explain::explain_miss(&store, &key, &record);
+                })
             });
-            let mut explaining = self.explaining.lock().unwrap_or_else(|e| e.into_inner());
-            explaining.retain(|t| !t.is_finished());
-            explaining.push(thread);
             return Ok(None);
         }
         let cause = py.detach(|| mck_exec::explain::explain_miss(tiered.local(), &key, &record));
@@ -649,6 +655,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prefetch::record_run_keys, m)?)?;
     m.add_function(wrap_pyfunction!(prefetch::record_prefetch, m)?)?;
     m.add_class::<Cache>()?;
+    m.add_class::<key_record::KeyRecordHandle>()?;
     audit::register(m)?;
     cli::register(m)?;
     Ok(())

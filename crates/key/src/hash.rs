@@ -45,12 +45,33 @@ fn feed_trimmed(sink: &mut dyn FnMut(&[u8]), text: &str) {
     sink(python_strip(text.as_bytes()));
 }
 
+/// How much of the readable record [`compute_with`] builds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Detail {
+    /// Everything, the compile options' text view included.
+    Full,
+    /// The compile options' text view left empty: it is `compile_options::to_text` of the
+    /// entry's `hashed` bytes, and `why` reads `hashed`. For callers that key many programs and
+    /// keep every record (the JAX integration), where the text is most of the record's size.
+    WithoutOptionsText,
+}
+
 /// Computes the key of `computation` under `inputs` as `recipe`'s JAX releases do, with its
 /// full record. The computation must already be canonicalized the recipe's way.
 pub fn compute(
     computation: Computation<'_>,
     inputs: &KeyInputs,
     recipe: &JaxRecipe,
+) -> Result<KeyRecord, KeyError> {
+    compute_with(computation, inputs, recipe, Detail::Full)
+}
+
+/// [`compute`], with as much of the readable record as `detail` asks for. The key is the same.
+pub fn compute_with(
+    computation: Computation<'_>,
+    inputs: &KeyInputs,
+    recipe: &JaxRecipe,
+    detail: Detail,
 ) -> Result<KeyRecord, KeyError> {
     let mut feeder = Feeder {
         running: Sha256::new(),
@@ -115,7 +136,7 @@ pub fn compute(
         })
     })?;
 
-    feeder.entry(|sink| compile_options_entry(sink, inputs, recipe))?;
+    feeder.entry(|sink| compile_options_entry(sink, inputs, recipe, detail))?;
 
     feeder.entry(|sink| accelerator_entry(sink, &inputs.accelerator, recipe))?;
 
@@ -200,6 +221,7 @@ fn compile_options_entry(
     sink: &mut dyn FnMut(&[u8]),
     inputs: &KeyInputs,
     recipe: &JaxRecipe,
+    detail: Detail,
 ) -> Result<Readable, KeyError> {
     let error = |input: &str| {
         let input = input.to_string();
@@ -214,7 +236,7 @@ fn compile_options_entry(
         },
         CompileOptionsInput::Proto { name, bytes } => {
             let (normalized, readable) =
-                proto_options(bytes, &inputs.platform, recipe).map_err(error(name))?;
+                proto_options(bytes, &inputs.platform, recipe, detail).map_err(error(name))?;
             sink(&normalized);
             readable
         }
@@ -261,11 +283,13 @@ fn ignored_value(bytes: &[u8], path: &str) -> Option<String> {
 
 /// The normalized bytes of serialized compile options and their readable entry, remembered for
 /// the last few distinct inputs: a process keys many programs with the same options, and the
-/// normalization and its text cost more than hashing a small module.
+/// normalization and its text cost more than hashing a small module. The entry is as `detail`
+/// asks: the text view is not even copied when left out.
 fn proto_options(
     raw: &[u8],
     platform: &str,
     recipe: &JaxRecipe,
+    detail: Detail,
 ) -> Result<(Vec<u8>, Readable), compile_options::OptionsError> {
     type Memo = Vec<(Vec<u8>, String, &'static str, Vec<u8>, Readable)>;
     const REMEMBERED: usize = 8;
@@ -275,7 +299,7 @@ fn proto_options(
             .iter()
             .find(|(r, p, n, _, _)| r == raw && p == platform && *n == recipe.name)
     {
-        return Ok((bytes.clone(), readable.clone()));
+        return Ok((bytes.clone(), as_detailed(readable, detail)));
     }
     let normalized = compile_options::normalize_with(
         raw,
@@ -302,7 +326,28 @@ fn proto_options(
             readable.clone(),
         ));
     }
-    Ok((normalized.bytes, readable))
+    Ok((normalized.bytes, as_detailed(&readable, detail)))
+}
+
+/// A copy of a compile-options entry with what `detail` keeps.
+fn as_detailed(readable: &Readable, detail: Detail) -> Readable {
+    match (readable, detail) {
+        (
+            Readable::CompileOptions {
+                format,
+                hashed,
+                changes,
+                ..
+            },
+            Detail::WithoutOptionsText,
+        ) => Readable::CompileOptions {
+            format: format.clone(),
+            hashed: hashed.clone(),
+            text: Vec::new(),
+            changes: changes.clone(),
+        },
+        _ => readable.clone(),
+    }
 }
 
 #[cfg(test)]
@@ -321,7 +366,7 @@ mod tests {
         for _ in 0..2 {
             for platform in ["gpu", "cpu"] {
                 let (bytes, readable) =
-                    proto_options(OPTIONS, platform, JaxRecipe::newest()).unwrap();
+                    proto_options(OPTIONS, platform, JaxRecipe::newest(), Detail::Full).unwrap();
                 assert_eq!(bytes, fresh(platform), "{platform}");
                 let Readable::CompileOptions { hashed, .. } = readable else {
                     panic!("not a compile-options entry");
@@ -334,8 +379,43 @@ mod tests {
         let mut other = OPTIONS.to_vec();
         other.truncate(other.len() / 2);
         assert!(
-            proto_options(&other, "gpu", JaxRecipe::newest()).is_err(),
+            proto_options(&other, "gpu", JaxRecipe::newest(), Detail::Full).is_err(),
             "a cut proto is not a remembered one"
         );
+    }
+
+    #[test]
+    fn a_record_without_the_options_text_has_the_same_key_and_text_rebuilt_from_hashed() {
+        let options = |record: &KeyRecord| match &record.entries[4].readable {
+            Readable::CompileOptions { hashed, text, .. } => (hashed.clone(), text.clone()),
+            other => panic!("entry 4 is {other:?}"),
+        };
+        let inputs = KeyInputs {
+            compile_options: CompileOptionsInput::Proto {
+                name: "options".into(),
+                bytes: OPTIONS.to_vec(),
+            },
+            platform: "gpu".into(),
+            ..KeyInputs::default()
+        };
+        for _ in 0..2 {
+            // Fresh, then remembered.
+            let computation = || Computation::Bytes(b"module");
+            let full = compute(computation(), &inputs, JaxRecipe::newest()).unwrap();
+            let lean = compute_with(
+                computation(),
+                &inputs,
+                JaxRecipe::newest(),
+                Detail::WithoutOptionsText,
+            )
+            .unwrap();
+            assert_eq!(lean.key, full.key);
+            let ((hashed, text), (lean_hashed, lean_text)) = (options(&full), options(&lean));
+            assert_eq!(lean_hashed, hashed);
+            assert!(lean_text.is_empty());
+            let rebuilt = compile_options::to_text(&STANDARD.decode(hashed).unwrap()).unwrap();
+            assert_eq!(rebuilt.lines().collect::<Vec<_>>(), text);
+            assert!(text.len() > 10, "the full record has the text view");
+        }
     }
 }

@@ -22,7 +22,7 @@ pub mod strings;
 pub const CANONICAL_PRODUCER: &str = "mlir-cache-key/2";
 
 pub use error::KeyError;
-pub use hash::compute;
+pub use hash::{Detail, compute, compute_with};
 pub use inputs::{
     Accelerator, CanonicalSource, CompileOptionsInput, Computation, KeyInputs, SourceError,
 };

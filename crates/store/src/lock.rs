@@ -10,7 +10,8 @@
 //! the inode it locked; if the holder unlinked it meanwhile, the waiter retries on the new file.
 
 use std::fs::{self, File};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -82,7 +83,7 @@ pub fn acquire(
                     .map_err(|e| StoreError::io("inspect lock file", path, e))?;
                 match fs::symlink_metadata(path) {
                     Ok(now) if fsutil::same_inode(&ours, &now) => {
-                        note_holder(&mut file);
+                        note_holder(&file, ours.len());
                         if announced {
                             debug!("acquired {what} after {:?}", start.elapsed());
                         }
@@ -132,12 +133,20 @@ pub fn acquire(
 }
 
 /// Records our pid in the lock file, for the waiters' message. Best effort.
-fn note_holder(file: &mut File) {
-    let pid = std::process::id();
+/// Writes our pid into the lock file we hold, for the "held by" of waiters' messages. The file
+/// is usually fresh (holders remove theirs): it is written in place and cut only when an
+/// earlier holder left it longer. Never truncated to zero first: ext4 flushes a file truncated
+/// to zero to disk when it is closed (its replace-by-truncate heuristic), which costs more than
+/// the rest of a lock.
+fn note_holder(file: &File, len: u64) {
+    let line = format!("{}\n", std::process::id());
+    let written = line.len() as u64;
     let _ = file
-        .set_len(0)
-        .and_then(|()| file.seek(SeekFrom::Start(0)))
-        .and_then(|_| writeln!(file, "{pid}"));
+        .write_all_at(line.as_bytes(), 0)
+        .and_then(|()| match len > written {
+            true => file.set_len(written),
+            false => Ok(()),
+        });
 }
 
 fn read_holder(file: &mut File) -> Option<u32> {
@@ -195,6 +204,23 @@ mod tests {
         thread::sleep(Duration::from_millis(50));
         drop(g);
         assert!(waiter.join().unwrap());
+    }
+
+    #[test]
+    fn the_holder_is_named_in_a_fresh_lock_file_and_in_one_left_longer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.lock");
+        let holder = |path: &Path| fs::read_to_string(path).unwrap();
+        let ours = format!("{}\n", std::process::id());
+        let fresh = take(&path, Duration::ZERO).unwrap();
+        assert_eq!(holder(&path), ours);
+        drop(fresh);
+        // A killed holder's file (not removed), longer than our line.
+        fs::write(&path, "4294967295 and more left by a killed holder\n").unwrap();
+        let _left = take(&path, Duration::ZERO).unwrap();
+        assert_eq!(holder(&path), ours);
+        let mut file = File::open(&path).unwrap();
+        assert_eq!(read_holder(&mut file), Some(std::process::id()));
     }
 
     #[test]

@@ -1,0 +1,50 @@
+"""What makes a small program's miss and hit cheap (issue #39), held by tests: the value is a
+zlib stream JAX's own reader takes, stored without deflating; the record a JAX entry keeps
+leaves out the compile options' text view (most of its size) while `why` still names a
+changed option from their hashed bytes; and a hit lets the module go at once."""
+
+import json
+
+from conftest import run
+
+# Two programs under two sets of compile options, then what the cache holds for them.
+SMALL = """
+import zlib
+import jax.numpy as jnp
+import numpy as np
+import mlir_cache_key.jax as mj
+
+spec = json.loads(sys.argv[1])
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+mj.install(spec["cache_dir"])
+seen = []
+remember = mj._Installed.remember
+mj._Installed.remember = lambda state, computed: (seen.append(computed.key),
+                                                   remember(state, computed))
+x = np.arange(16, dtype=np.float32)
+options = {"xla_cpu_enable_fast_math": True}
+for compiler_options in (None, options, None):  # two misses, then a hit of the first
+    jax.jit(lambda v: jnp.tanh(v * 1.5), compiler_options=compiler_options)(x).block_until_ready()
+cache = mj.installed()
+keys = list(dict.fromkeys(seen))
+values = [cache.get(k) for k in keys]
+records = [json.loads(cache.nearest_record(k) or "null") for k in keys]
+report(keys=len(seen), keys_left=list(mj._state.recent), events=dict(EVENTS),
+       sizes=[[len(v), len(zlib.decompress(v))] for v in values],
+       options=[r["entries"][4]["readable"] if r else None for r in records],
+       why=mj._native().why(cache.nearest_record(keys[0]), cache.nearest_record(keys[1])))
+"""
+
+
+def test_small_values_stored_records_lean_and_why_still_names_the_option(tmp_path, cache_dir):
+    result = run(tmp_path, SMALL, args=[json.dumps({"cache_dir": str(cache_dir)})])
+    for stored, executable in result["sizes"]:
+        # A zlib stream of stored blocks: a few bytes of framing more than what it holds.
+        assert executable < stored < executable + 64, (stored, executable)
+    assert len(result["sizes"]) == 2 and result["keys"] == 3
+    assert result["events"].get("/jax/compilation_cache/cache_hits") == 1, result["events"]
+    for options in result["options"]:
+        assert options is not None and options["format"] == "proto"
+        assert options["hashed"] and options["text"] == []
+    assert "xla_cpu_enable_fast_math" in result["why"], result["why"]
+    assert result["keys_left"] == [], "a hit (or a finished miss) keeps no module alive"
