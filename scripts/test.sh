@@ -173,6 +173,8 @@ scripts/lit-mutants.sh target/debug
 # venv with jax 0.10.2, whose jax.jit must go through our cache.
 cargo fmt --manifest-path python/Cargo.toml --check
 cargo clippy --locked --manifest-path python/Cargo.toml --all-targets -- -D warnings
+# The extension's own unit tests (those that need no interpreter: the explainer's queue).
+cargo test --locked --manifest-path python/Cargo.toml --lib
 if cargo tree --locked --manifest-path python/Cargo.toml -e normal --prefix none | grep -E '^(mlir-sys|melior|bindgen|tblgen) '; then
   echo "test: the Python extension depends on MLIR (above); it must not (jaxlib brings its own)" >&2
   exit 1
