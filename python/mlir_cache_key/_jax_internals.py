@@ -365,6 +365,13 @@ def jax_key(module, devices, compile_options, backend, compression, callbacks):
     return cache_key.get(module, devices, compile_options, backend, compression, callbacks)
 
 
+def start_backends() -> None:
+    """Starts JAX's backends, as `probe_inputs` does (what `jax.devices()` starts)."""
+    import jax
+
+    jax.devices()
+
+
 def probe_inputs():
     """A small real module with the devices, options and backend JAX's
     compile path would key it with: what `install()` checks our key on."""

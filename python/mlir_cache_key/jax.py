@@ -459,7 +459,14 @@ def probe() -> tuple[str, str]:
 def _check_probe(mode: str, memo: str | None = None) -> None:
     """Mode "jax" promises JAX's keys: refuse it when the probe says otherwise. `memo` names
     this setting's record of an earlier agreement (`_probe_memo`): then there is no probe."""
-    if mode != "jax" or _probe_memo.passed(memo):
+    if mode != "jax":
+        return
+    if _probe_memo.passed(memo):
+        # The probe would have started JAX's backends here (its devices are the key's); start
+        # them anyway, so that a process with the memo sees the devices one without it did. A
+        # program that sets XLA_FLAGS (a device count) after install() would otherwise key
+        # differently on a cache directory's first run and on every later one.
+        J.start_backends()
         return
     ours, theirs = probe()
     if ours != theirs:
