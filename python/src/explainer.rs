@@ -42,7 +42,7 @@ impl Explainer {
             // The worker is gone: explained here, and a new worker for the next miss.
             *queue = None;
             drop(queue);
-            self.finished();
+            finished(&self.pending);
             (refused.0)();
         }
     }
@@ -74,22 +74,20 @@ impl Explainer {
                 for job in jobs {
                     // An explanation that panics is one lost explanation, not a lost worker.
                     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
-                    let (count, changed) = &*pending;
-                    let mut count = count.lock().unwrap_or_else(|e| e.into_inner());
-                    *count = count.saturating_sub(1);
-                    changed.notify_all();
+                    finished(&pending);
                 }
             })
             .ok()
             .map(|_| sender)
     }
+}
 
-    fn finished(&self) {
-        let (count, changed) = &*self.pending;
-        let mut count = count.lock().unwrap_or_else(|e| e.into_inner());
-        *count = count.saturating_sub(1);
-        changed.notify_all();
-    }
+/// One job fewer pending; wakes `settle`.
+fn finished(pending: &(Mutex<usize>, Condvar)) {
+    let (count, changed) = pending;
+    let mut count = count.lock().unwrap_or_else(|e| e.into_inner());
+    *count = count.saturating_sub(1);
+    changed.notify_all();
 }
 
 #[cfg(test)]

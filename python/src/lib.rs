@@ -209,15 +209,21 @@ fn why(record_a: &str, record_b: &str) -> PyResult<String> {
 #[pyfunction]
 fn record_with_text(record: &str, text: &str) -> PyResult<String> {
     let mut record = parse_record("record", record)?;
-    match record.entries.first_mut().map(|e| &mut e.readable) {
-        Some(Readable::Computation { text: kept, .. }) => *kept = Some(text.to_owned()),
-        _ => {
-            return Err(value_error(
-                "record: its first entry is not the computation",
-            ));
-        }
-    }
+    keep_computation_text(&mut record, text)?;
     serde_json::to_string(&record).map_err(value_error)
+}
+
+/// Keeps the canonical module text `text` in `record`'s computation entry.
+fn keep_computation_text(record: &mut KeyRecord, text: &str) -> PyResult<()> {
+    match record.entries.first_mut().map(|e| &mut e.readable) {
+        Some(Readable::Computation { text: kept, .. }) => {
+            *kept = Some(text.to_owned());
+            Ok(())
+        }
+        _ => Err(value_error(
+            "record: its first entry is not the computation",
+        )),
+    }
 }
 
 /// An embedded kernel's MLIR bytecode (Mosaic, Triton) without debug
