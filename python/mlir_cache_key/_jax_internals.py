@@ -79,6 +79,7 @@ _COMMON = (
     "distributed:global_state", "monitoring:record_event",
     "monitoring:record_event_duration_secs",
     "lib._jax:JaxRuntimeError", "lib.xla_client:get_topology_for_devices",
+    "xla_bridge:backends_are_initialized",
 )
 _ENUM_CALLBACKS = ("cache_key:IgnoreCallbacks", "cache_key:_remove_callbacks")
 _BOOL_CALLBACKS = ("cache_key:_remove_custom_partitioning_callbacks",
@@ -170,8 +171,8 @@ def check_versions() -> tuple[str, Release, bool]:
             f"{', '.join(missing)}" + (f" (tested up to {NEWEST})" if untested else ""))
     if untested:
         warnings.warn(f"mlir_cache_key.jax: jax {version} is newer than the newest tested "
-                      f"release ({NEWEST}); its private names resolve, and install() checks "
-                      "a probe key against JAX's own", stacklevel=3)
+                      f"release ({NEWEST}); its private names resolve, and each process's "
+                      "first key is checked against JAX's own", stacklevel=3)
     return version, release, untested
 
 
@@ -186,6 +187,7 @@ from jax._src import compiler  # noqa: E402
 from jax._src import config  # noqa: E402
 from jax._src import distributed  # noqa: E402
 from jax._src import monitoring  # noqa: E402
+from jax._src import xla_bridge  # noqa: E402
 from jax._src.lib import _jax  # noqa: E402
 from jax._src.lib import xla_client  # noqa: E402
 from jax._src.lib.mlir import ir  # noqa: E402
@@ -365,16 +367,15 @@ def jax_key(module, devices, compile_options, backend, compression, callbacks):
     return cache_key.get(module, devices, compile_options, backend, compression, callbacks)
 
 
-def start_backends() -> None:
-    """Starts JAX's backends, as `probe_inputs` does (what `jax.devices()` starts)."""
-    import jax
-
-    jax.devices()
+def backends_started() -> bool:
+    """Whether JAX has started its backends: until then, which devices a program gets is its
+    own to choose (`XLA_FLAGS`), so we start none."""
+    return xla_bridge.backends_are_initialized()
 
 
 def probe_inputs():
     """A small real module with the devices, options and backend JAX's
-    compile path would key it with: what `install()` checks our key on."""
+    compile path would key it with: what `probe()` compares the keys of."""
     import jax
     import numpy as np
 

@@ -4,9 +4,11 @@ A run records the keys it looks up, in order of first use, under its program
 identity (the script path and argv, or `prefetch_name`), with what loading
 each needs (platform, device ids, compile options), in the store's
 `v1/prefetch/`. The next run with that identity reads that list at
-`install()` and, on a few background threads, reads, decompresses and
-deserializes those entries in that order while the main thread probes,
-traces and lowers (`deserialize_executable` releases the GIL), holding at
+`install()` and, on a few background threads, reads and decompresses those
+entries in that order, and deserializes them once JAX has started its
+backends (it chooses the devices, from `XLA_FLAGS` a program may set after
+`install()`), while the main thread traces and lowers
+(`deserialize_executable` releases the GIL), holding at
 most `budget` bytes of decompressed executables (loading stops at the first
 that does not fit).
 
@@ -40,6 +42,8 @@ DEFAULT_THREADS = max(1, min(4, (os.cpu_count() or 2) - 1))
 DEFAULT_WINDOW = 120.0  # seconds after install() by which the first steps are done
 # How long a lookup waits for a prefetch already loading before loading itself.
 _WAIT_FOR_LOADING = 60.0
+# How often a loader looks whether JAX has started its backends.
+_BACKENDS_POLL = 0.01
 
 
 def default_identity() -> str:
@@ -120,6 +124,7 @@ class Prefetcher:
         self.peak_held = 0  # what the budget bounds, at its highest
         self.largest_held = 0  # the largest single entry held
         self.closed = False
+        self.backends_up = threading.Event()  # set by a lookup, or seen by a loader
         self.slots: dict[str, _Slot] = {}
         last = _native.last_run_keys(cache, identity, except_run=self.run)
         if last is not None:
@@ -181,7 +186,8 @@ class Prefetcher:
     def _load(self, slot: _Slot) -> str:
         """Loads one entry: "loaded" (or absent), "full" when it cannot fit the budget (loading
         stops), "retry" when it fits only once another thread's load is done (this thread
-        stops, the slot goes back to the front of the queue)."""
+        stops, the slot goes back to the front of the queue), "closed" when the window closed
+        before JAX started its backends."""
         start = time.monotonic()
         value = self.cache.get(slot.key)
         if value is None:
@@ -195,6 +201,11 @@ class Prefetcher:
         del value
         if (outcome := self._reserve(slot, len(serialized))) != "loaded":
             return outcome
+        if not self._wait_for_backends():
+            with self.lock:
+                self._release_locked(slot)
+                slot.state = "dropped"
+            return "closed"
         backend, devices, options = J.load_context(
             slot.context.platform, slot.context.device_ids, slot.context.options)
         executable = backend.deserialize_executable(serialized, devices, options)
@@ -210,6 +221,16 @@ class Prefetcher:
             else:
                 slot.state = "ready"
         return "loaded"
+
+    def _wait_for_backends(self) -> bool:
+        """Waits for JAX to start its backends (False: the window closed first). A loader never
+        starts them: that would fix the devices before the program had chosen them."""
+        while not self.backends_up.wait(_BACKENDS_POLL):
+            if self.closed:
+                return False
+            if J.backends_started():
+                self.backends_up.set()
+        return True
 
     def _reserve(self, slot: _Slot, size: int) -> str:
         """Holds `size` bytes for `slot` (replacing what it held) if the budget allows:
@@ -257,6 +278,7 @@ class Prefetcher:
     def lookup(self, cache_key, compile_options, backend, executable_devices, host_callbacks):
         """The prefetched (executable, compile time) for this exact lookup, or None.
         Records the key either way."""
+        self.backends_up.set()  # a lookup has a backend: JAX started them
         context = None if host_callbacks else _context_of(backend, executable_devices,
                                                           compile_options)
         with self.lock:

@@ -13,8 +13,10 @@ in JAX's log against the nearest stored entry of the same module; with
 `uninstall()` puts JAX's own cache back. Works on JAX 0.8.0 … 0.12.0.1: the
 private names of each release are a table in `_jax_internals`, all resolved
 at import; `key()` takes that release's callback argument
-(`ignore_callbacks=` on ≤ 0.10, `ignore_custom_partitioning=` after), and
-`install()` refuses mode "jax" when our key of a probe module is not JAX's.
+(`ignore_callbacks=` on ≤ 0.10, `ignore_custom_partitioning=` after). In mode
+"jax" the first key of each process is also computed by JAX's own
+`cache_key.get`; if the two differ, the process keys with JAX's function from
+then on (warned; misses are then not explained).
 `install(prefetch=True)` loads the last run's executables ahead of JAX
 (`_prefetch`).
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import functools
 import logging
 import os
 import sys
@@ -34,7 +37,6 @@ from dataclasses import dataclass
 from . import _audit
 from . import _jax_internals as J
 from . import _prefetch
-from . import _probe_memo
 from ._canonical import MODES, canonical, canonical_text, text_of
 
 __all__ = ["install", "uninstall", "installed", "key", "UnsupportedJaxVersion", "JAX_VERSION"]
@@ -220,6 +222,11 @@ class _Installed:
         self.recent: collections.OrderedDict[str, _Computed] = collections.OrderedDict()
         self.lock = threading.Lock()
         self.prefetcher: _prefetch.Prefetcher | None = None
+        # In mode "jax", until a first key has been checked against JAX's own (`_checked_key`);
+        # `jax_own_keys` once they differed: JAX's key function is used instead.
+        self.unchecked = mode == "jax"
+        self.check_lock = threading.Lock()
+        self.jax_own_keys = False
 
     def remember(self, computed: _Computed) -> None:
         with self.lock:
@@ -283,6 +290,9 @@ def _get_cache_key(module, devices, compile_options, backend, callbacks=J.NO_CAL
     if state is None:  # uninstalled meanwhile
         return J.jax_key(module, devices, compile_options, backend, J.jax_compression(),
                          callbacks)
+    if state.jax_own_keys:
+        return J.jax_key(module, devices, compile_options, backend, J.jax_compression(),
+                         callbacks)
     try:
         computed = _compute(module, devices, compile_options, backend, J.jax_compression(),
                             callbacks, state.mode)
@@ -292,8 +302,73 @@ def _get_cache_key(module, devices, compile_options, backend, callbacks=J.NO_CAL
         J.compiler_logger.error("compile_or_get_cached: unable to generate cache key, "
                                 "skipping the cache: %s", ex)
         return None
+    # (A key computed while another thread's first key was being checked asks for the verdict.)
+    if state.unchecked or state.jax_own_keys:
+        key = _checked_key(state, computed, devices, compile_options, backend)
+        if key != computed.key:
+            return key
     state.remember(computed)
     return computed.key
+
+
+class _QuietHere(logging.Filter):
+    """Drops JAX's key log records made on a thread while it checks a key: JAX's trace of a key
+    is logged once, by us, as JAX would; the check's own `cache_key.get` must not log it again."""
+
+    def __init__(self):
+        super().__init__()
+        self.local = threading.local()
+
+    def filter(self, record) -> bool:
+        return not getattr(self.local, "quiet", False)
+
+
+_quiet_here = _QuietHere()
+J.key_logger.addFilter(_quiet_here)
+
+
+def _checked_key(state: _Installed, computed: _Computed, devices, compile_options,
+                 backend) -> str | None:
+    """The key to use: ours, unless JAX's own `cache_key.get` gives another for the process's
+    first key (mode "jax" promises JAX's keys): then JAX's, for this and every later key, warned
+    once. Checked once, at JAX's first key rather than in `install()`, so that install starts
+    nothing: by its first key JAX has started its backends, with the devices it chose without
+    us. It costs one JAX key per process. None, as JAX does, when JAX's key cannot be made (the
+    next key is checked instead)."""
+    jax_key = functools.partial(J.jax_key, computed.module, devices, compile_options, backend,
+                                J.jax_compression(), computed.callbacks)
+    with state.check_lock:  # other threads' first keys wait for the verdict
+        if state.unchecked:
+            _quiet_here.local.quiet = True
+            try:
+                theirs = jax_key()
+            except Exception as ex:
+                if J.setting("raise_persistent_cache_errors"):
+                    raise
+                J.compiler_logger.error("compile_or_get_cached: unable to generate cache key, "
+                                        "skipping the cache: %s", ex)
+                return None
+            finally:
+                _quiet_here.local.quiet = False
+            if theirs != computed.key:
+                _use_jax_own_keys(state, computed.key, theirs)
+            state.unchecked = False
+            if state.jax_own_keys:
+                return theirs
+    return jax_key() if state.jax_own_keys else computed.key
+
+
+def _use_jax_own_keys(state: _Installed, ours: str, theirs: str) -> None:
+    state.jax_own_keys = True
+    if state.prefetcher is not None:  # it loaded under our keys: nothing of it is used
+        state.prefetcher.abandon()
+        state.prefetcher = None
+    message = (f"mlir-cache-key: jax {J.JAX_VERSION}: our key of the first module ({ours}) "
+               f"differs from JAX's own cache_key.get ({theirs}); this process keys with JAX's "
+               "function instead (entries stay JAX's; misses are not explained). Use "
+               "install(mode=\"canonical\") or a supported JAX release.")
+    _log.error(message)
+    warnings.warn(message, RuntimeWarning, stacklevel=2)
 
 
 def _miss_level() -> int:
@@ -456,27 +531,6 @@ def probe() -> tuple[str, str]:
     return ours, theirs
 
 
-def _check_probe(mode: str, memo: str | None = None) -> None:
-    """Mode "jax" promises JAX's keys: refuse it when the probe says otherwise. `memo` names
-    this setting's record of an earlier agreement (`_probe_memo`): then there is no probe."""
-    if mode != "jax":
-        return
-    if _probe_memo.passed(memo):
-        # The probe would have started JAX's backends here (its devices are the key's); start
-        # them anyway, so that a process with the memo sees the devices one without it did. A
-        # program that sets XLA_FLAGS (a device count) after install() would otherwise key
-        # differently on a cache directory's first run and on every later one.
-        J.start_backends()
-        return
-    ours, theirs = probe()
-    if ours != theirs:
-        raise UnsupportedJaxVersion(
-            f"jax {J.JAX_VERSION}: mlir_cache_key's key of a probe module ({ours}) differs from "
-            f"JAX's own cache_key.get ({theirs}); mode \"jax\" would not share JAX's keys. "
-            "Use mode=\"canonical\" or a supported JAX release.")
-    _probe_memo.remember(memo)
-
-
 def _current_prefetcher():
     state = _state
     return state.prefetcher if state is not None else None
@@ -490,6 +544,19 @@ def _settle_at_exit():
 
 
 atexit.register(_settle_at_exit)
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has none of its parent's prefetch loaders: a load they had started would
+    never finish there (a lookup would wait for it), and what they counted is the parent's to
+    record. The child looks up without a prefetch."""
+    state = _state
+    if state is not None and state.prefetcher is not None:
+        atexit.unregister(state.prefetcher.finish)
+        state.prefetcher = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
@@ -516,11 +583,9 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
     verify_hits = _audit.check_rate(verify_hits)
     native = _native()  # fails loudly before anything is touched
     with _install_lock:
-        # The cache is opened before the probe, which it may remember having passed in this
-        # setting (`_probe_memo`), and prefetch starts loading before the probe (which lowers a
-        # module on this thread): the first executable a program asks for is often wanted soon
-        # after. A probe that fails abandons the prefetch and patches nothing, leaving an
-        # earlier install as it was. JAX's cache dir is its own unless an earlier install set it.
+        # Nothing here starts JAX's backends (the check of our keys waits for JAX's first key),
+        # so a program that sets its devices after install() keys as it would without us.
+        # JAX's cache dir is its own unless an earlier install set it.
         ours_set = _state is not None and _state.set_dir
         jax_dir = None if ours_set else J.setting("compilation_cache_dir")
         if size is None and J.setting("compilation_cache_max_size") > 0:
@@ -529,25 +594,17 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
             cache = native.Cache(cache_dir or jax_dir, size=size, ttl_days=ttl_days,
                                  remote=remote, remote_read_only=remote_read_only)
         except OSError as ex:  # an unusable directory: JAX compiles as if we were not there
-            _check_probe(mode)
             if _state is not None:
                 _uninstall_locked()
             warnings.warn(f"mlir-cache-key: not installed, the cache is unusable: {ex}",
                           RuntimeWarning, stacklevel=2)
             return
-        build = _name_xla_build(cache)
+        _name_xla_build(cache)
         state = _Installed(cache, cache.path, mode, explain, set_dir=not jax_dir,
                            verify_hits=verify_hits)
         if prefetch:
             state.prefetcher = _prefetch.Prefetcher(
                 cache, prefetch_name or _prefetch.default_identity(), prefetch_budget)
-        try:
-            memo = _probe_memo.path(cache.path, mode, build) if mode == "jax" else None
-            _check_probe(mode, memo)
-        except BaseException:
-            if state.prefetcher is not None:
-                state.prefetcher.abandon()
-            raise
         if _state is not None:
             _uninstall_locked()
         try:
@@ -574,17 +631,15 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
             raise
 
 
-def _name_xla_build(cache) -> str | None:
+def _name_xla_build(cache) -> None:
     """Tells the cache which XLA build compiles here, so that another build's entries (same
-    jaxlib version, other binary) are never loaded (`xla_build.rs` in the extension); returns
-    the build's digest."""
+    jaxlib version, other binary) are never loaded (`xla_build.rs` in the extension)."""
     try:
         build = cache.set_xla_build(J.xla_libraries())
     except (OSError, ImportError) as ex:  # entries are then not told apart by build
         _log.warning("mlir-cache-key: cannot identify the XLA build (%s)", ex)
-        return None
+        return
     _log.debug("the XLA build here is %s", build)
-    return build
 
 
 def _uninstall_locked() -> None:

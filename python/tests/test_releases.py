@@ -1,9 +1,10 @@
 """The installed JAX release: it has parity vectors (tests/data/parity/<release>/,
 made by scripts/gen-jax-parity.py from its `cache_key.get`; test_key.py checks
 them), our key equals its own on the generator's programs, `key()` has its
-`cache_key.get` signature, `install()`'s probe agrees, and a version outside
-the known set is refused before anything is patched or accepted with a warning
-once its names resolve and the probe agrees."""
+`cache_key.get` signature, the first key of a process is checked against JAX's
+(a disagreement keys with JAX's own function), and a version outside the known
+set is refused before anything is patched or accepted with a warning once its
+names resolve."""
 
 import inspect
 
@@ -104,7 +105,7 @@ def test_newer_version_installs_with_a_warning_only_if_every_name_resolves(tmp_p
 
     result = run(tmp_path, PRETEND, args=["99.0.0", "-", str(cache_dir)])
     if J.RELEASE == J.RELEASES[J.NEWEST]:
-        # The newest release's names: they resolve, the probe agrees.
+        # The newest release's names: they resolve, and install() patches.
         assert result["error"] is None, result
         assert result["patched"]
         assert any("99.0.0" in w and "newer than the newest tested" in w
@@ -123,68 +124,82 @@ def test_newer_version_missing_a_name_is_refused_naming_it(tmp_path, cache_dir):
     assert not result["patched"]
 
 
-def test_probe_disagreement_refuses_mode_jax(tmp_path, cache_dir):
-    result = run(tmp_path, """
-        from jax._src import cache_key, compilation_cache
-        import mlir_cache_key.jax as mj
-        originals = compilation_cache.get_cache_key
-        real = cache_key.get
-        cache_key.get = lambda *a, **k: real(*a, **k)[:-4] + "beef"  # a JAX we do not match
-        try:
-            mj.install(sys.argv[1])
-            error = None
-        except Exception as ex:
-            error = f"{type(ex).__name__}: {ex}"
-        untouched = compilation_cache.get_cache_key is originals
-        mj.install(sys.argv[1], mode="canonical")  # promises no JAX keys: no probe
-        report(error=error, untouched=untouched, canonical=mj.installed() is not None)
-    """, args=[str(cache_dir)])
-    assert result["error"].startswith("UnsupportedJaxVersion"), result
-    assert "probe" in result["error"] and "beef" in result["error"]
-    assert result["untouched"] and result["canonical"]
-
-
-# An install that counts the probes it runs (a profile hook: patching a function would change
-# the setting the memo is named by), then compiles a program.
-COUNT_PROBES = """
+# A JAX whose key function we do not match (DISAGREE set: its `cache_key.get` ends every key in
+# "beef"), or one we do: install() starts no backend, the first key of the process is checked
+# against JAX's own (counted: `J.jax_key` is what computes JAX's), from four threads at once,
+# and the keys used are what `get_cache_key` returned.
+FIRST_KEY = """
+import threading
+import warnings
 import numpy as np
+import jax.numpy as jnp
+from jax._src import cache_key, compilation_cache, xla_bridge
 import mlir_cache_key.jax as mj
-probes = []
-def watch(frame, event, arg):
-    if event == "call" and frame.f_code is mj.probe.__code__:
-        probes.append(1)
-sys.setprofile(watch)
-try:
-    mj.install(sys.argv[1])
-    error = None
-except Exception as ex:
-    error = f"{type(ex).__name__}: {ex}"
-sys.setprofile(None)
 if os.environ.get("DISAGREE"):
-    from jax._src import cache_key
     real = cache_key.get
     cache_key.get = lambda *a, **k: real(*a, **k)[:-4] + "beef"
-    try:
-        mj.install(sys.argv[1])
-    except Exception as ex:
-        error = f"{type(ex).__name__}: {ex}"
-y = np.asarray(jax.jit(lambda x: x * 3)(np.float32(2))).tolist()
-report(probes=len(probes), error=error, y=y)
+if os.environ.get("RAISE_ONCE"):  # JAX's key cannot be made of the first module it is asked
+    real, raised = cache_key.get, []
+    def get(*a, **k):
+        if not raised:
+            raised.append(1)
+            raise ValueError("no key of this one")
+        return real(*a, **k)
+    cache_key.get = get
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+checks = []
+jax_key = mj.J.jax_key
+mj.J.jax_key = lambda *a: (checks.append(1), jax_key(*a))[1]
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    mj.install(sys.argv[1], mode=os.environ.get("MODE", "jax"))
+    started_by_install = xla_bridge.backends_are_initialized()
+    keys = []
+    ours = compilation_cache.get_cache_key
+    compilation_cache.get_cache_key = lambda *a, **k: (lambda key: (keys.append(key), key)[1])(
+        ours(*a, **k))
+    x = np.arange(16, dtype=np.float32)
+    results = [None] * 4
+    def one(i):
+        results[i] = np.asarray(jax.jit(lambda v: jnp.tanh(v * (i + 1.5)))(x)).sum().item()
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+report(started_by_install=started_by_install, checks=len(checks), keys=keys, results=results,
+       warnings=[str(w.message) for w in caught], events=dict(EVENTS))
 """
 
 
-def test_install_remembers_an_agreeing_probe_for_its_setting_only(tmp_path, cache_dir):
-    first = run(tmp_path, COUNT_PROBES, args=[str(cache_dir)])
-    assert (first["probes"], first["error"], first["y"]) == (1, None, 6.0)
-    memos = list((cache_dir / "v1" / "jax-probe").iterdir())
-    assert len(memos) == 1, memos
-    again = run(tmp_path, COUNT_PROBES, args=[str(cache_dir)])
-    assert (again["probes"], again["error"], again["y"]) == (0, None, 6.0)
-    # Another JAX configuration is another setting: probed (and remembered) again.
-    x64 = run(tmp_path, COUNT_PROBES, args=[str(cache_dir)], env={"JAX_ENABLE_X64": "1"})
-    assert x64["probes"] == 1 and x64["error"] is None
-    assert len(list((cache_dir / "v1" / "jax-probe").iterdir())) == 2
-    # A JAX whose key function changed is probed, and refused, whatever was remembered.
-    changed = run(tmp_path, COUNT_PROBES, args=[str(cache_dir)], env={"DISAGREE": "1"})
-    assert changed["error"].startswith("UnsupportedJaxVersion"), changed
-    assert "beef" in changed["error"] and changed["y"] == 6.0
+def test_install_starts_nothing_and_the_first_key_is_checked_once(tmp_path, cache_dir):
+    result = run(tmp_path, FIRST_KEY, args=[str(cache_dir)])
+    assert not result["started_by_install"]
+    assert result["checks"] == 1, result  # one JAX key per process, whatever the threads
+    assert len(set(result["keys"])) == 4 and not any(k.endswith("beef") for k in result["keys"])
+    assert result["warnings"] == [], result["warnings"]
+    canonical = run(tmp_path, FIRST_KEY, args=[str(cache_dir)], env={"MODE": "canonical"})
+    assert canonical["checks"] == 0  # promises no JAX keys: nothing to check
+
+
+def test_a_first_key_jax_cannot_make_skips_the_cache_and_the_next_is_checked(tmp_path, cache_dir):
+    result = run(tmp_path, FIRST_KEY, args=[str(cache_dir)], env={"RAISE_ONCE": "1"})
+    assert result["checks"] == 2 and result["warnings"] == [], result
+    assert sorted(k is None for k in result["keys"]) == [False, False, False, True], result
+    assert result["results"] == run(tmp_path, FIRST_KEY, args=[str(tmp_path / "o")])["results"]
+
+
+def test_a_first_key_unlike_jaxs_turns_the_process_to_jaxs_own_keys(tmp_path, cache_dir):
+    first = run(tmp_path, FIRST_KEY, args=[str(cache_dir)], env={"DISAGREE": "1"})
+    warned = [w for w in first["warnings"] if "differs from JAX's own" in w]
+    assert len(warned) == 1, first["warnings"]
+    assert "beef" in warned[0] and "mode=\"canonical\"" in warned[0]
+    # Every key the process used is JAX's own, the first one's included.
+    assert len(first["keys"]) == 4 and all(k.endswith("beef") for k in first["keys"]), first
+    assert first["results"] == run(tmp_path, FIRST_KEY, args=[str(tmp_path / "other")])["results"]
+    # Its entries are kept under JAX's keys: the same JAX hits them on its next run.
+    again = run(tmp_path, FIRST_KEY, args=[str(cache_dir)], env={"DISAGREE": "1"})
+    assert sorted(again["keys"]) == sorted(first["keys"])
+    assert again["events"].get("/jax/compilation_cache/cache_hits") == 4, again["events"]
+    assert again["results"] == first["results"]
+    canonical = run(tmp_path, FIRST_KEY, args=[str(cache_dir)],
+                    env={"DISAGREE": "1", "MODE": "canonical"})
+    assert canonical["warnings"] == [] and not any(k.endswith("beef") for k in canonical["keys"])

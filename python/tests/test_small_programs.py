@@ -65,9 +65,10 @@ report(devices=len(jax.devices()), events=dict(EVENTS))
 
 
 def test_a_cache_directorys_first_run_and_later_runs_see_the_same_devices(tmp_path, cache_dir):
-    # The first run probes our key against JAX's (starting the backends); later ones remember
-    # that it agreed. Both must start the backends at the same point, or a device count set
-    # after install() keys the first run and the later ones apart: every lookup a miss.
+    # Every run must start the backends at the same point (install() starts none; JAX does at
+    # its first compile), or a device count set after install() keys a cache directory's first
+    # run and its later ones apart: every lookup a miss. An install() that probed our key on its
+    # first run only (and remembered it) did that.
     env = {"XLA_FLAGS": None}
     first = run(tmp_path, LATE_FLAGS, args=[str(cache_dir)], env=env)
     second = run(tmp_path, LATE_FLAGS, args=[str(cache_dir)], env=env)
