@@ -8,8 +8,12 @@ same N programs again (warm: N hits). Each process times its own loop (from the 
 last result), and `install()` (ours) alone. Ratios are ours / JAX's per round, then their median.
 
 Run with a test venv: `target/py-matrix/0.12.0.1/bin/python python/bench_small.py [--programs N]
-[--rounds R] [--profile] [--prefetch]` (`--prefetch`: ours with `install(prefetch=True)` too). Prints Markdown. `--profile` also runs one cold and one warm process
-of ours under cProfile and prints where the time went.
+[--rounds R] [--profile] [--prefetch] [--shape mlp] [--per-call]`. Prints Markdown.
+`--prefetch`: ours with `install(prefetch=True)` too. `--shape mlp`: larger programs (a 6-layer
+tanh MLP with a gradient, 64×64 weights), nearer a test suite's. `--per-call`: also each
+process's median key (`get_cache_key`) and lookup (`_cache_read`; a hit's includes reading,
+decompressing and deserializing) inside JAX. `--profile` also runs one cold and one warm
+process of ours under cProfile and prints where the time went.
 """
 
 from __future__ import annotations
@@ -39,17 +43,40 @@ if spec["cache"] == "ours":
     start = time.perf_counter()
     mj.install(spec["dir"], prefetch=spec.get("prefetch", False))
     install_ms = (time.perf_counter() - start) * 1e3
-x = np.arange(16, dtype=np.float32)
+calls = {"get_cache_key": [], "_cache_read": []}
+if spec.get("per_call"):  # the key, and the lookup (a hit: read, decompress, deserialize)
+    from jax._src import compilation_cache, compiler
+    def timed(module, name):
+        inner = getattr(module, name)
+        def wrapper(*a, **k):
+            start = time.perf_counter()
+            try:
+                return inner(*a, **k)
+            finally:
+                calls[name].append(time.perf_counter() - start)
+        setattr(module, name, wrapper)
+    timed(compilation_cache, "get_cache_key")
+    timed(compiler, "_cache_read")
 
-def program(i):
-    c = 1.0 + i / 1000.0
-    return jax.jit(lambda v: jnp.tanh(v * c))
+if spec["shape"] == "mlp":  # a 6-layer tanh MLP with a gradient: nearer a test suite's programs
+    params = [np.full((64, 64), 0.01, np.float32) for _ in range(6)]
+    xm = np.ones((8, 64), np.float32)
+    def program(i):
+        def f(params, x):
+            h = x
+            for w in params:
+                h = jnp.tanh(h @ w + i * 0.001)
+            g = jax.grad(lambda p: jnp.sum(jnp.tanh(x @ p[0]) ** 2))(params)
+            return h.sum() + sum(jnp.sum(gi) for gi in g)
+        return lambda: float(jax.jit(f)(params, xm))
+else:  # a 16-element tanh, its constant making it distinct
+    x = np.arange(16, dtype=np.float32)
+    def program(i):
+        c = 1.0 + i / 1000.0
+        return lambda: float(jax.jit(lambda v: jnp.tanh(v * c))(x)[3])
 
 def loop():
-    total = 0.0
-    for i in range(spec["programs"]):
-        total += float(program(i)(x)[3])
-    return total
+    return sum(program(i)() for i in range(spec["programs"]))
 
 if spec.get("profile"):
     import cProfile, pstats, io
@@ -63,13 +90,16 @@ if spec.get("profile"):
     out = io.StringIO()
     pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(25)
     print(out.getvalue(), file=sys.stderr)
-print("RESULT " + json.dumps({"loop_s": loop_s, "install_ms": install_ms, "total": total}))
+per_call = {k: sorted(v)[len(v) // 2] * 1e6 for k, v in calls.items() if v}
+print("RESULT " + json.dumps({"loop_s": loop_s, "install_ms": install_ms, "total": total,
+                              "per_call_us": per_call}))
 """
 
 
-def child(cache: str, directory: str, programs: int, profile: bool = False) -> dict:
+def child(cache: str, directory: str, args, profile: bool = False) -> dict:
     spec = {"cache": "ours" if cache.startswith("ours") else cache, "dir": directory,
-            "programs": programs, "profile": profile, "prefetch": cache == "ours+prefetch"}
+            "programs": args.programs, "profile": profile, "prefetch": cache == "ours+prefetch",
+            "shape": args.shape, "per_call": args.per_call}
     done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(spec)], capture_output=True,
                           text=True, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
     if done.returncode != 0:
@@ -88,10 +118,15 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--prefetch", action="store_true",
                         help="also ours with install(prefetch=True)")
+    parser.add_argument("--shape", choices=("tanh", "mlp"), default="tanh",
+                        help="tanh: a 16-element tanh each; mlp: a 6-layer MLP with a gradient")
+    parser.add_argument("--per-call", action="store_true",
+                        help="also time each key and lookup inside JAX (µs, medians)")
     args = parser.parse_args()
     caches = ["jax", "ours"] + (["ours+prefetch"] if args.prefetch else [])
     runs = {(c, phase): [] for c in caches for phase in ("cold", "warm")}
     installs = {"cold": [], "warm": []}
+    per_call = {key: [] for key in runs}
     totals = set()
     with tempfile.TemporaryDirectory() as scratch:
         for r in range(args.rounds):
@@ -99,19 +134,20 @@ def main() -> None:
                 directory = f"{scratch}/{cache}-{r}"
                 pathlib.Path(directory).mkdir()
                 for phase in ("cold", "warm"):
-                    result = child(cache, directory, args.programs)
+                    result = child(cache, directory, args)
                     runs[(cache, phase)].append(result["loop_s"])
+                    per_call[(cache, phase)].append(result["per_call_us"])
                     totals.add(round(result["total"], 3))
                     if result["install_ms"] is not None and cache == "ours":
                         installs[phase].append(result["install_ms"])
         if args.profile:
             directory = f"{scratch}/profile"
             pathlib.Path(directory).mkdir()
-            child("ours", directory, args.programs, profile=True)
+            child("ours", directory, args, profile=True)
             pathlib.Path(directory, ".warm").touch()
-            child("ours", directory, args.programs, profile=True)
+            child("ours", directory, args, profile=True)
     assert len(totals) == 1, f"the programs' results differ between runs: {totals}"
-    print(f"{args.programs} small programs, {args.rounds} rounds (order alternating); "
+    print(f"{args.programs} {args.shape} programs, {args.rounds} rounds (order alternating); "
           "seconds per process loop: median (best), and ours / JAX's per round, median")
     ours = caches[1:]
     print("| phase | JAX's cache | " + " | ".join(f"{c} | {c} / JAX's" for c in ours) + " |")
@@ -130,6 +166,19 @@ def main() -> None:
         took = installs[phase]
         print(f"\n`install()`, {phase} ({why}): median {statistics.median(took):.1f} ms "
               f"(best {min(took):.1f}) over {len(took)} processes")
+    if args.per_call:
+        print_per_call(per_call, caches)
+
+
+def print_per_call(per_call: dict, caches: list[str]) -> None:
+    print("\nµs per call inside JAX (median over processes of each one's median)")
+    print("| phase | per call | " + " | ".join(caches) + " |")
+    print("|---|---|" + "---|" * len(caches))
+    for phase in ("cold", "warm"):
+        for name, what in (("get_cache_key", "key"), ("_cache_read", "lookup")):
+            cells = [f"{statistics.median(p[name] for p in per_call[(c, phase)]):.0f}"
+                     for c in caches]
+            print(f"| {phase} | {what} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
