@@ -287,10 +287,7 @@ class _StoreCache(J.CacheInterface):
 def _get_cache_key(module, devices, compile_options, backend, callbacks=J.NO_CALLBACKS_IGNORED):
     # `callbacks`: the release's `ignore_callbacks` or `ignore_custom_partitioning`.
     state = _state
-    if state is None:  # uninstalled meanwhile
-        return J.jax_key(module, devices, compile_options, backend, J.jax_compression(),
-                         callbacks)
-    if state.jax_own_keys:
+    if state is None or state.jax_own_keys:  # uninstalled meanwhile, or a JAX we do not match
         return J.jax_key(module, devices, compile_options, backend, J.jax_compression(),
                          callbacks)
     try:
