@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Creates (idempotently) one Python venv per tested JAX release under
 # target/py-matrix/<release>, all from one wheel directory (target/py-wheels,
-# downloaded once), and builds the abi3 extension wheel once (maturin) and
-# installs it into each. Prints "<release> <venv>" per line.
+# downloaded once), and builds the manylinux wheel once (scripts/build-wheels.sh)
+# and installs it into each. Prints "<release> <venv>" per line.
 #   scripts/python-matrix.sh              # every release of the matrix
 #   scripts/python-matrix.sh 0.10.2       # only these
 #   scripts/python-matrix.sh --pip-check  # `pip install ./python` into a fresh Python 3.11
@@ -129,32 +129,28 @@ if [ "${1:-}" = "--wheel-check" ]; then
   exit 0
 fi
 
-# The extension wheel, built once (abi3: one wheel for every Python ≥ 3.10).
-extension=$(ls "$wheels"/mlir_cache_key-*.whl 2>/dev/null | head -n1 || true)
-# Everything the wheel is built from (the extension links the MLIR-free crates: their sources,
+# The wheel pip users get (scripts/build-wheels.sh: manylinux_2_28, abi3, its native
+# mlir-cache-key) is the one every venv tests; built once per state of its sources.
+# Everything it is built from (the extension links the MLIR-free crates: their sources,
 # data included by them, manifests and the workspace they inherit from), and nothing else: a
-# changed crate test must not rebuild the release extension and reinstall it in every venv.
-sources_stamp=$(find Cargo.toml python/Cargo.toml python/Cargo.lock python/pyproject.toml \
-  python/src python/mlir_cache_key crates -path '*/target' -prune -o -name __pycache__ -prune \
-  -o -type f \( -path 'crates/*/src/*' -o -path 'crates/*/Cargo.toml' -o -path 'crates/*/build.rs' \
-  -o ! -path 'crates/*' \) -print | sort | xargs cat | sha256sum | cut -c1-16)
-if [ -z "$extension" ] || [ "$(cat "$wheels/.extension-stamp" 2>/dev/null)" != "$sources_stamp" ]; then
-  builder="$PWD/target/py-matrix/builder"
-  [ -x "$builder/bin/maturin" ] || {
-    "$(find_python 3.12)" -m venv "$builder"
-    "$builder/bin/pip" install "${pip_quiet[@]}" maturin >&2
-  }
-  rm -f "$wheels"/mlir_cache_key-*.whl
-  "$builder/bin/maturin" build --quiet --release -m python/Cargo.toml -o "$wheels" >&2
-  echo "$sources_stamp" >"$wheels/.extension-stamp"
-  extension=$(ls "$wheels"/mlir_cache_key-*.whl | head -n1)
+# changed crate test must not rebuild the release wheel and reinstall it in every venv.
+sources_stamp=$(find Cargo.toml Cargo.lock python/Cargo.toml python/Cargo.lock python/pyproject.toml \
+  python/src python/mlir_cache_key scripts/build-wheels.sh crates -path '*/target' -prune \
+  -o -name __pycache__ -prune -o -type f \( -path 'crates/*/src/*' -o -path 'crates/*/Cargo.toml' \
+  -o -path 'crates/*/build.rs' -o ! -path 'crates/*' \) -print | sort | xargs cat | sha256sum | cut -c1-16)
+extension=$(ls target/wheels/mlir_cache_key-*-abi3-manylinux_2_28_x86_64.whl 2>/dev/null | head -n1 || true)
+if [ -z "$extension" ] || [ "$(cat target/wheels/.sources-stamp 2>/dev/null)" != "$sources_stamp" ]; then
+  bash scripts/build-wheels.sh >&2
+  echo "$sources_stamp" >target/wheels/.sources-stamp
+  extension=$(ls target/wheels/mlir_cache_key-*-abi3-manylinux_2_28_x86_64.whl)
 fi
+extension=$PWD/$extension
 
 for release in "${releases[@]}"; do
   minor=${PYTHON_OF[$release]:-}
   [ -n "$minor" ] || { echo "python-matrix: $release is not known (${!PYTHON_OF[*]})" >&2; exit 1; }
   venv="$PWD/target/py-matrix/$release"
-  requirements=("jax==$release" "jaxlib==$release" pytest filelock)
+  requirements=("jax==$release" "jaxlib==$release" pytest pytest-xdist filelock)
   stamp="$venv/.mck-requirements"
   if [ ! -x "$venv/bin/python" ]; then
     "$(find_python "$minor")" -m venv "$venv"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Creates (idempotently) the Python test venv at target/py-venv with the JAX
-# version the integration pins (CPU wheels), pytest, maturin and filelock;
+# version the integration pins (CPU wheels), pytest (with xdist), maturin and filelock;
 # prints the venv's path. A second run installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 venv="$PWD/target/py-venv"
-requirements=(jax==0.12.0.1 jaxlib==0.12.0.1 pytest maturin filelock)
+requirements=(jax==0.12.0.1 jaxlib==0.12.0.1 pytest pytest-xdist maturin filelock)
 stamp="$venv/.mck-requirements"
 
 # jax 0.12 needs Python >= 3.12 (the extension itself is abi3 for >= 3.10).

@@ -50,6 +50,18 @@ exec 3>&1 4>&2
 exec > >(tee -a "$run_log") 2>&1
 tee_pid=$!
 
+# Where the run's time goes: `stage NAME` ends the running stage (its seconds are printed) and
+# starts the next; the last lines of the run list every stage's seconds, slowest first.
+stage_name= stage_start=$SECONDS stage_times=()
+stage() {
+  if [ -n "$stage_name" ]; then
+    stage_times+=("$((SECONDS - stage_start)) $stage_name")
+    echo "test: stage '$stage_name' took $((SECONDS - stage_start)) s (run: $SECONDS s)" >&2
+  fi
+  stage_name=$1 stage_start=$SECONDS
+}
+
+stage "Debian packages (scripts/setup.sh)"
 bash scripts/setup.sh
 
 # The servers this run starts, its own and the tests' (Redis, Redis Cluster nodes, stunnel,
@@ -107,6 +119,7 @@ redis-cli -h 127.0.0.1 -p "$redis_port" ping | grep -q PONG || {
 }
 export MCK_TEST_REDIS_URL="redis://127.0.0.1:$redis_port/0"
 echo "test: redis-server $(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p') on $MCK_TEST_REDIS_URL" >&2
+stage "servers: Garage (built once), GCS emulator, PostgreSQL"
 bash scripts/garage.sh start "$garage_dir/cluster" >/dev/null
 bash scripts/gcs-emulator.sh start "$gcs_dir" >/dev/null
 bash scripts/postgres.sh start "$pg_dir"
@@ -117,6 +130,7 @@ set -a
 set +a
 echo "test: garage on $MCK_TEST_S3_ENDPOINT, gcp-storage-emulator on $MCK_TEST_GCS_HOST, postgresql on $MCK_TEST_POSTGRES_URL" >&2
 
+stage "fmt, clippy and the debug build"
 cargo fmt --all --check
 cargo clippy --locked --workspace --all-targets -- -D warnings
 cargo build --locked
@@ -135,22 +149,26 @@ for crate in "${mlir_free[@]}"; do
     exit 1
   fi
 done
+stage "cargo tests: the MLIR-free crates"
 env MLIR_SYS_220_PREFIX=/nonexistent TABLEGEN_220_PREFIX=/nonexistent \
   LIBCLANG_PATH=/nonexistent LLVM_CONFIG_PATH=/nonexistent \
   cargo test --locked $(printf -- '-p %s ' "${mlir_free[@]}")
 
 # The MLIR canonicalizer, the plugin and the CLI (includes tests/canonical_golden.rs,
 # the pinned canonical digests, and tests/kernel_counts.rs).
+stage "cargo tests: the canonicalizer and the CLI"
 cargo test --locked -p mlir-cache-key
 
 # README's first command, the main job on a corpus module, in the release build users install:
 # a release build differs (clap checks argument names only in debug builds; a release binary once
 # panicked on `cache stats` while every debug test passed).
+stage "README's example (release build)"
 bash scripts/example.sh
 
 # lit + FileCheck over the plugin and the CLI (uses target/debug). -v without -s
 # names every test (PASS: …); anything but PASS (UNSUPPORTED, XFAIL, XPASS,
 # UNRESOLVED) fails the run.
+stage "lit and its mutants"
 lit_log=$(mktemp)
 /usr/lib/llvm-22/bin/lit -v --show-unsupported --show-xfail lit-tests | tee "$lit_log"
 if grep -E '^(UNSUPPORTED|XFAIL|XPASS|UNRESOLVED|SKIPPED):' "$lit_log"; then
@@ -168,9 +186,12 @@ scripts/lit-mutants.sh target/debug
 # JAX tests — real jax.jit compilations in child processes, the real Redis
 # above — on every tested JAX release: one venv per release (jax 0.8.3, 0.9.2,
 # 0.10.2 on Python 3.11; 0.11.2, 0.12.0.1 on 3.12), made by
-# scripts/python-matrix.sh from one shared wheel directory with the abi3
-# extension built once; then `pip install ./python` into a fresh Python 3.11
-# venv with jax 0.10.2, whose jax.jit must go through our cache.
+# scripts/python-matrix.sh from one shared wheel directory, each with the wheel pip
+# users get (manylinux_2_28 by zig, checked by auditwheel: scripts/build-wheels.sh);
+# then `pip install ./python` into a fresh Python 3.11 venv with jax 0.10.2 and
+# the wheel where there is no Rust, on Python 3.11 and 3.12: jax.jit must go
+# through our cache.
+stage "the Python extension: fmt, clippy, unit tests"
 cargo fmt --manifest-path python/Cargo.toml --check
 cargo clippy --locked --manifest-path python/Cargo.toml --all-targets -- -D warnings
 # The extension's own unit tests (those that need no interpreter: the explainer's queue).
@@ -179,13 +200,14 @@ if cargo tree --locked --manifest-path python/Cargo.toml -e normal --prefix none
   echo "test: the Python extension depends on MLIR (above); it must not (jaxlib brings its own)" >&2
   exit 1
 fi
+stage "the manylinux wheel and one venv per JAX release"
 matrix=$(bash scripts/python-matrix.sh)
 newest=$(tail -n1 <<<"$matrix" | cut -d' ' -f1)
 # Test files that never import JAX (the store and the remote chain through the
 # extension) run once, on the newest release: the same wheel serves every venv.
 without_jax=(python/tests/test_store.py python/tests/test_remote_chain.py python/tests/test_cli.py)
 while read -r release venv; do
-  echo "test: python tests on jax $release" >&2
+  stage "python tests on jax $release"
   "$venv/bin/python" -c 'import mlir_cache_key._native'   # the extension, not a stale copy
   skip=()
   if [ "$release" != "$newest" ]; then
@@ -194,12 +216,13 @@ while read -r release venv; do
       skip+=(--ignore "$f")
     done
   fi
-  "$venv/bin/pytest" -v -p no:cacheprovider "${skip[@]}" python/tests
+  # One worker per core (pytest-xdist): most of a test's time is a child process compiling
+  # with JAX, one core's worth. --durations: the slowest tests, where a slower run went.
+  "$venv/bin/pytest" -v -p no:cacheprovider -n auto --maxprocesses 8 --durations 10 \
+    "${skip[@]}" python/tests
 done <<<"$matrix"
+stage "pip install ./python (from source) and the wheel where there is no Rust"
 bash scripts/python-matrix.sh --pip-check
-# The wheel pip users get: manylinux_2_28 (zig), checked by auditwheel, then installed where
-# there is no Rust, on Python 3.11 and 3.12 (scripts/build-wheels.sh, --wheel-check).
-bash scripts/build-wheels.sh
 bash scripts/python-matrix.sh --wheel-check
 
 # The fuzz target (its own workspace, fuzz/): type-checked on stable, then a
@@ -207,6 +230,7 @@ bash scripts/python-matrix.sh --wheel-check
 # rustc accepts the sancov passes; AddressSanitizer would need nightly, and
 # cargo-fuzz is not installed). A crash, panic, or the idempotence assertion
 # fails the run; libFuzzer exits non-zero then.
+stage "fuzz smoke"
 cargo check --locked --manifest-path fuzz/Cargo.toml
 RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
@@ -221,9 +245,14 @@ rm -rf "$fuzz_corpus"
 
 # The C++ shim built by CMake against the installed MLIR, and its smoke test.
 # --no-tests=error: a CMake file that registers no test fails instead of passing.
+stage "CMake shim"
 cmake -S cmake -B target/cmake -G Ninja -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir >/dev/null
 cmake --build target/cmake
 ctest --test-dir target/cmake --output-on-failure --no-tests=error
+
+stage ""
+echo "test: the stages by their seconds (run: $SECONDS s):" >&2
+printf '%s\n' "${stage_times[@]}" | sort -rn | sed 's/^/test:   /' >&2
 
 # The secrets in the run's output (see test_secrets above). The servers started above write to
 # the same pipe as everything else: stopped first, tee sees the pipe close and finishes writing
