@@ -5,6 +5,8 @@
 # and installs it into each. Prints "<release> <venv>" per line.
 #   scripts/python-matrix.sh              # every release of the matrix
 #   scripts/python-matrix.sh 0.10.2       # only these
+#   scripts/python-matrix.sh --venvs [R…] # the venvs with JAX and pytest, without our wheel
+#                                         # (test.sh makes them while the Rust builds run)
 #   scripts/python-matrix.sh --pip-check  # `pip install ./python` into a fresh Python 3.11
 #                                         # venv with jax 0.10.2; jax.jit must hit our cache
 #   scripts/python-matrix.sh --wheel-check  # the same with target/wheels' manylinux_2_28 wheel
@@ -21,6 +23,8 @@ cd "$(dirname "$0")/.."
 declare -A PYTHON_OF=([0.8.0]=3.11 [0.8.1]=3.11 [0.8.3]=3.11 [0.9.2]=3.11 [0.10.2]=3.11
   [0.11.2]=3.12 [0.12.0.1]=3.12)
 MATRIX=(0.8.3 0.9.2 0.10.2 0.11.2 0.12.0.1)
+venvs_only=false
+if [ "${1:-}" = "--venvs" ]; then venvs_only=true; shift; fi
 releases=("$@")
 [ ${#releases[@]} -gt 0 ] || releases=("${MATRIX[@]}")
 
@@ -129,6 +133,26 @@ if [ "${1:-}" = "--wheel-check" ]; then
   exit 0
 fi
 
+# JAX, its jaxlib and pytest: downloaded once into the shared directory, then installed
+# offline from it; a second run installs nothing.
+for release in "${releases[@]}"; do
+  minor=${PYTHON_OF[$release]:-}
+  [ -n "$minor" ] || { echo "python-matrix: $release is not known (${!PYTHON_OF[*]})" >&2; exit 1; }
+  venv="$PWD/target/py-matrix/$release"
+  requirements=("jax==$release" "jaxlib==$release" pytest pytest-xdist filelock)
+  stamp="$venv/.mck-requirements"
+  if [ ! -x "$venv/bin/python" ]; then
+    "$(find_python "$minor")" -m venv "$venv"
+  fi
+  if [ "$(cat "$stamp" 2>/dev/null)" != "${requirements[*]}" ]; then
+    rm -f "$venv/.mck-extension"
+    "$venv/bin/pip" download "${pip_quiet[@]}" -d "$wheels" "${requirements[@]}" >&2
+    "$venv/bin/pip" install "${pip_quiet[@]}" --no-index --find-links "$wheels" "${requirements[@]}" >&2
+    echo "${requirements[*]}" >"$stamp"
+  fi
+done
+$venvs_only && exit 0
+
 # The wheel pip users get (scripts/build-wheels.sh: manylinux_2_28, abi3, its native
 # mlir-cache-key) is the one every venv tests; built once per state of its sources.
 # Everything it is built from (the extension links the MLIR-free crates: their sources,
@@ -147,20 +171,10 @@ fi
 extension=$PWD/$extension
 
 for release in "${releases[@]}"; do
-  minor=${PYTHON_OF[$release]:-}
-  [ -n "$minor" ] || { echo "python-matrix: $release is not known (${!PYTHON_OF[*]})" >&2; exit 1; }
   venv="$PWD/target/py-matrix/$release"
-  requirements=("jax==$release" "jaxlib==$release" pytest pytest-xdist filelock)
-  stamp="$venv/.mck-requirements"
-  if [ ! -x "$venv/bin/python" ]; then
-    "$(find_python "$minor")" -m venv "$venv"
-  fi
-  if [ "$(cat "$stamp" 2>/dev/null)" != "${requirements[*]} $sources_stamp" ]; then
-    # Downloaded once into the shared directory, then installed offline from it.
-    "$venv/bin/pip" download "${pip_quiet[@]}" -d "$wheels" "${requirements[@]}" >&2
-    "$venv/bin/pip" install "${pip_quiet[@]}" --no-index --find-links "$wheels" "${requirements[@]}" >&2
+  if [ "$(cat "$venv/.mck-extension" 2>/dev/null)" != "$sources_stamp" ]; then
     "$venv/bin/pip" install "${pip_quiet[@]}" --no-deps --force-reinstall "$extension" >&2
-    echo "${requirements[*]} $sources_stamp" >"$stamp"
+    echo "$sources_stamp" >"$venv/.mck-extension"
   fi
   echo "$release $venv"
 done

@@ -64,6 +64,12 @@ stage() {
 stage "Debian packages (scripts/setup.sh)"
 bash scripts/setup.sh
 
+# The JAX venvs of the Python tests (downloads and pip installs: mostly the network) are made
+# while the Rust builds run; in a session of their own, so that an early exit stops them.
+venvs_log=$(mktemp)
+setsid -w bash scripts/python-matrix.sh --venvs >"$venvs_log" 2>&1 &
+venvs_pid=$!
+
 # The servers this run starts, its own and the tests' (Redis, Redis Cluster nodes, stunnel,
 # Garage, the GCS emulator, PostgreSQL and its worker processes, all named postgres): none may
 # outlive it. Those running before it are not its own. A zombie (killed, not yet reaped by its
@@ -97,6 +103,7 @@ garage_dir=$(mktemp -d)
 gcs_dir=$(mktemp -d)
 pg_dir=$(mktemp -d)
 stop_servers() {
+  if [ -n "$venvs_pid" ]; then kill -- "-$venvs_pid" 2>/dev/null || true; fi
   bash scripts/garage.sh stop "$garage_dir/cluster" || true
   bash scripts/gcs-emulator.sh stop "$gcs_dir" || true
   bash scripts/postgres.sh stop "$pg_dir" || true
@@ -193,14 +200,23 @@ scripts/lit-mutants.sh target/debug
 # through our cache.
 stage "the Python extension: fmt, clippy, unit tests"
 cargo fmt --manifest-path python/Cargo.toml --check
-cargo clippy --locked --manifest-path python/Cargo.toml --all-targets -- -D warnings
+# In the root workspace's target directory: the dependencies its build compiled (the same
+# versions, features and debug settings) are reused, not compiled again.
+cargo clippy --locked --manifest-path python/Cargo.toml --target-dir target --all-targets -- -D warnings
 # The extension's own unit tests (those that need no interpreter: the explainer's queue).
-cargo test --locked --manifest-path python/Cargo.toml --lib
+cargo test --locked --manifest-path python/Cargo.toml --target-dir target --lib
 if cargo tree --locked --manifest-path python/Cargo.toml -e normal --prefix none | grep -E '^(mlir-sys|melior|bindgen|tblgen) '; then
   echo "test: the Python extension depends on MLIR (above); it must not (jaxlib brings its own)" >&2
   exit 1
 fi
-stage "the manylinux wheel and one venv per JAX release"
+stage "the JAX venvs (made since the start)"
+venvs_made=0
+wait "$venvs_pid" || venvs_made=$?
+venvs_pid=
+cat "$venvs_log" >&2
+if [ "$venvs_made" != 0 ]; then echo "test: making the JAX venvs failed ($venvs_made; above)" >&2; exit 1; fi
+rm -f "$venvs_log"
+stage "the manylinux wheel, installed in each venv"
 matrix=$(bash scripts/python-matrix.sh)
 newest=$(tail -n1 <<<"$matrix" | cut -d' ' -f1)
 # Test files that never import JAX (the store and the remote chain through the
