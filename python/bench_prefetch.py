@@ -3,7 +3,7 @@ distinct jits (a transformer's init, training step, eval step and a greedy
 decode step), in fresh processes, interleaved:
 
 - "jax": JAX's own persistent cache (LRUCache) in its own directory;
-- "ours": `mlir_cache_key.jax.install()`;
+- "ours": `mlir_cache_key.jax.install(prefetch=False)`;
 - "ours+prefetch": `install(prefetch=True)` (the previous run of the same
   command line recorded the keys).
 

@@ -8,8 +8,9 @@ same N programs again (warm: N hits). Each process times its own loop (from the 
 last result), and `install()` (ours) alone. Ratios are ours / JAX's per round, then their median.
 
 Run with a test venv: `target/py-matrix/0.12.0.1/bin/python python/bench_small.py [--programs N]
-[--rounds R] [--profile] [--prefetch] [--shape mlp] [--per-call]`. Prints Markdown.
-`--prefetch`: ours with `install(prefetch=True)` too. `--shape mlp`: larger programs (a 6-layer
+[--rounds R] [--profile] [--no-prefetch] [--shape mlp] [--per-call]`. Prints Markdown.
+"ours" is `install()` as it comes (prefetch "auto"); `--no-prefetch`: ours with
+`install(prefetch=False)` too. `--shape mlp`: larger programs (a 6-layer
 tanh MLP with a gradient, 64×64 weights), nearer a test suite's. `--per-call`: also each
 process's median key (`get_cache_key`) and lookup (`_cache_read`; a hit's includes reading,
 decompressing and deserializing) inside JAX. `--profile` also runs one cold and one warm
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
 import statistics
 import subprocess
@@ -41,7 +43,7 @@ install_ms = None
 if spec["cache"] == "ours":
     import mlir_cache_key.jax as mj
     start = time.perf_counter()
-    mj.install(spec["dir"], prefetch=spec.get("prefetch", False))
+    mj.install(spec["dir"], prefetch=spec["prefetch"])
     install_ms = (time.perf_counter() - start) * 1e3
 calls = {"get_cache_key": [], "_cache_read": []}
 if spec.get("per_call"):  # the key, and the lookup (a hit: read, decompress, deserialize)
@@ -98,10 +100,11 @@ print("RESULT " + json.dumps({"loop_s": loop_s, "install_ms": install_ms, "total
 
 def child(cache: str, directory: str, args, profile: bool = False) -> dict:
     spec = {"cache": "ours" if cache.startswith("ours") else cache, "dir": directory,
-            "programs": args.programs, "profile": profile, "prefetch": cache == "ours+prefetch",
+            "programs": args.programs, "profile": profile, "prefetch": "auto" if cache == "ours" else False,
             "shape": args.shape, "per_call": args.per_call}
     done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(spec)], capture_output=True,
-                          text=True, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"})
+                          text=True, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin",
+                                                 "HOME": os.environ.get("HOME", "/")})
     if done.returncode != 0:
         sys.exit(f"the {cache} child failed:\n{done.stderr[-4000:]}")
     if profile:
@@ -116,14 +119,14 @@ def main() -> None:
     parser.add_argument("--programs", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--profile", action="store_true")
-    parser.add_argument("--prefetch", action="store_true",
-                        help="also ours with install(prefetch=True)")
+    parser.add_argument("--no-prefetch", action="store_true",
+                        help="also ours with install(prefetch=False)")
     parser.add_argument("--shape", choices=("tanh", "mlp"), default="tanh",
                         help="tanh: a 16-element tanh each; mlp: a 6-layer MLP with a gradient")
     parser.add_argument("--per-call", action="store_true",
                         help="also time each key and lookup inside JAX (µs, medians)")
     args = parser.parse_args()
-    caches = ["jax", "ours"] + (["ours+prefetch"] if args.prefetch else [])
+    caches = ["jax", "ours"] + (["ours-no-prefetch"] if args.no_prefetch else [])
     runs = {(c, phase): [] for c in caches for phase in ("cold", "warm")}
     installs = {"cold": [], "warm": []}
     per_call = {key: [] for key in runs}
@@ -161,7 +164,8 @@ def main() -> None:
             cells += [f"{statistics.median(ours_s):.3f} s ({min(ours_s):.3f})",
                       f"{statistics.median(ratios):.3f}x ({min(ratios):.3f}–{max(ratios):.3f})"]
         print(f"| {phase} | " + " | ".join(cells) + " |")
-    for phase, why in (("cold", "a fresh cache directory: the XLA build's libraries hashed"),
+    for phase, why in (("cold", "a fresh cache directory: the libraries' digests remembered "
+                                "for the user, or hashed the first time"),
                        ("warm", "their digests remembered in the cache directory")):
         took = installs[phase]
         print(f"\n`install()`, {phase} ({why}): median {statistics.median(took):.1f} ms "

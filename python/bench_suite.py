@@ -11,8 +11,9 @@ both). Prints Markdown.
 Needs a venv with the wheel under test, jax, pytest, optax and chex (optax's tests import
 chex; the few test modules that import scikit-learn or flax are skipped when those are
 missing, the same for every run):
-`VENV/bin/python python/bench_suite.py [--rounds R] [--package optax] [-k EXPR] [--prefetch]`
-(`--prefetch`: ours with `install(prefetch=True)` too).
+`VENV/bin/python python/bench_suite.py [--rounds R] [--package optax] [-k EXPR] [--no-prefetch]`
+("ours" is `install()` as it comes, prefetch "auto"; `--no-prefetch`: ours with
+`install(prefetch=False)` too).
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ def pytest_configure(config):
     if os.environ["SUITE_CACHE"].startswith("ours"):
         import mlir_cache_key.jax
         # pytest's argv names each run's report: one prefetch identity for every run instead.
-        mlir_cache_key.jax.install(directory, prefetch=os.environ["SUITE_CACHE"] == "ours+prefetch",
-                                   prefetch_name="suite")
+        prefetch = "auto" if os.environ["SUITE_CACHE"] == "ours" else False
+        mlir_cache_key.jax.install(directory, prefetch=prefetch, prefetch_name="suite")
 
 def pytest_unconfigure(config):
     with open(os.environ["SUITE_EVENTS"], "w") as out:
@@ -92,13 +93,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--package", default="optax")
     parser.add_argument("-k", dest="select", help="pytest -k expression (a smaller suite)")
-    parser.add_argument("--prefetch", action="store_true",
-                        help="also ours with install(prefetch=True)")
+    parser.add_argument("--no-prefetch", action="store_true",
+                        help="also ours with install(prefetch=False)")
     args = parser.parse_args()
     package = pathlib.Path(__import__(args.package).__file__).parent
     tests = sorted(str(p) for p in package.rglob("*_test.py"))
     extra = ["-k", args.select] if args.select else []
-    caches = ["jax", "ours"] + (["ours+prefetch"] if args.prefetch else [])
+    caches = ["jax", "ours"] + (["ours-no-prefetch"] if args.no_prefetch else [])
     seconds = {(c, p): [] for c in caches for p in ("cold", "warm")}
     missed = {(c, p): [] for c in caches for p in ("cold", "warm")}
     with tempfile.TemporaryDirectory() as scratch_dir:

@@ -1,4 +1,4 @@
-"""Warm starts ahead of JAX: `install(..., prefetch=True)`.
+"""Warm starts ahead of JAX: `install(..., prefetch="auto")` (the default) or `True`.
 
 A run records the keys it looks up, in order of first use, under its program
 identity (the script path and argv, or `prefetch_name`), with what loading
@@ -12,14 +12,27 @@ backends (it chooses the devices, from `XLA_FLAGS` a program may set after
 most `budget` bytes of decompressed executables (loading stops at the first
 that does not fit).
 
-The list is only a prediction: a lookup uses a prefetched executable only
-when the key JAX computed now is the one it was prefetched under, with the
-same backend, devices and compile options; anything else loads as without
-prefetch. Prefetches still unused when the program's first steps are done
+A prefetched entry is counted as a hit (`cache stats`, its use time, the
+lookup history) only when a lookup uses it. The list is only a prediction: a
+lookup uses a prefetched executable only when the key JAX computed now is the
+one it was prefetched under, with the same backend, devices and compile
+options; anything else loads as without prefetch. Prefetches still unused when the program's first steps are done
 (every predicted key asked for, or `window` seconds after install) are
 dropped and counted as wasted. The counters (prefetched, used, wasted: count,
 bytes, load time) go to the cache's counters (`cache stats`) and, at DEBUG,
 to JAX's compiler log.
+
+"auto" loads only what is safe to load unasked and likely to be used
+(`auto_policy`): CPU executables (they live in host memory; a GPU's or TPU's
+would hold device memory the program may need), with a loader core to spare,
+no audited hits asked for (`verify_hits`), and a last run that used no more
+keys than a record keeps (512: a program's first steps, not a test suite's
+thousands) and asked for at least half of the keys its own prediction named
+(each run records that share with its keys, measured whether it loaded or
+not, so a program whose steps change from run to run stops prefetching and
+starts again once they settle).
+Its budget is also at most a sixteenth of the machine's memory. `True` loads
+every predicted key, on any platform.
 """
 
 from __future__ import annotations
@@ -36,6 +49,14 @@ from dataclasses import dataclass, field
 from . import _jax_internals as J
 
 DEFAULT_BUDGET = 2 << 30  # bytes of decompressed executables held at once
+# "auto" loads when the last run asked for at least this share of the keys predicted for it.
+AUTO_MIN_ASKED_SHARE = 0.5
+# "auto" loads only executables that live in host memory.
+AUTO_PLATFORMS = ("cpu",)
+# "auto" does not load for a run whose last run used more keys than a record keeps (the store
+# keeps a run's first 512: `MAX_RUN_KEYS`): a test suite, whose loader would only take a core
+# from its first tests (measured on optax's: slower warm, BENCHMARKS.md).
+AUTO_MAX_KEYS = 512
 # One core stays the main thread's (it traces and lowers meanwhile): two loaders on two cores
 # slowed tracing, lowering and the first execution by about what they saved.
 DEFAULT_THREADS = max(1, min(4, (os.cpu_count() or 2) - 1))
@@ -44,6 +65,41 @@ DEFAULT_WINDOW = 120.0  # seconds after install() by which the first steps are d
 _WAIT_FOR_LOADING = 60.0
 # How often a loader looks whether JAX has started its backends.
 _BACKENDS_POLL = 0.01
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def auto_budget(budget: int) -> int:
+    """`budget`, at most a sixteenth of physical memory (when the system says)."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return budget
+    return min(budget, max(memory // 16, 0)) if memory > 0 else budget
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a prefetcher loads: `load` False records keys only (`why` says why)."""
+
+    load: bool
+    platforms: tuple[str, ...] | None = None  # None: every platform
+    why: str = ""
+    judged: bool = False  # "auto": the last run's outcome may still turn loading off
+
+
+def auto_policy(verify_hits: float) -> Policy:
+    """`prefetch="auto"` before the last run's outcome is known (see the module's text)."""
+    if verify_hits > 0:
+        return Policy(False, why="audited hits are asked for (verify_hits)")
+    if usable_cores() < 2:
+        return Policy(False, why="no core to spare for a loader")
+    return Policy(True, AUTO_PLATFORMS, judged=True)
 
 
 def default_identity() -> str:
@@ -91,6 +147,34 @@ class _Slot:
 
 
 @dataclass
+class _Outcome:
+    """How a run went, recorded with its keys: its prediction's size, how many of those keys it
+    asked for, and how many keys it asked for in all."""
+
+    predicted: int = 0
+    asked: int = 0
+    keys: int | None = None  # None: not recorded (an older list)
+
+    @staticmethod
+    def from_json(value: dict) -> _Outcome:
+        keys = value.get("keys")
+        return _Outcome(int(value.get("predicted", 0)), int(value.get("asked", 0)),
+                        None if keys is None else int(keys))
+
+
+def _judged(policy: Policy, last: _Outcome, recorded_keys: int) -> Policy:
+    """`policy` ("auto"), unless the last run says a prefetch would not pay."""
+    used = last.keys if last.keys is not None else recorded_keys
+    if used > AUTO_MAX_KEYS:
+        return Policy(False, why=f"the last run used {used} keys, more than a record keeps "
+                                 f"({AUTO_MAX_KEYS}): a test suite, not a program's first steps")
+    if last.predicted > 0 and last.asked < AUTO_MIN_ASKED_SHARE * last.predicted:
+        return Policy(False, why=f"the last run asked for {last.asked} of the "
+                                 f"{last.predicted} keys predicted for it")
+    return policy
+
+
+@dataclass
 class Counters:
     prefetched: int = 0
     prefetched_bytes: int = 0
@@ -107,7 +191,7 @@ class Prefetcher:
     """One run's prefetching and key recording."""
 
     def __init__(self, cache, identity: str, budget: int, threads: int = DEFAULT_THREADS,
-                 window: float = DEFAULT_WINDOW):
+                 window: float = DEFAULT_WINDOW, policy: Policy = Policy(True)):
         from . import _native
 
         self._native = _native
@@ -125,11 +209,17 @@ class Prefetcher:
         self.largest_held = 0  # the largest single entry held
         self.closed = False
         self.backends_up = threading.Event()  # set by a lookup, or seen by a loader
-        self.slots: dict[str, _Slot] = {}
+        self.slots: dict[str, _Slot] = {}  # the prediction, loaded or not
         last = _native.last_run_keys(cache, identity, except_run=self.run)
         if last is not None:
-            self.slots = self._slots_of(*last)
-        self.queue = list(self.slots.values())
+            self.slots, outcome = self._slots_of(*last)
+            if policy.load and policy.judged:
+                policy = _judged(policy, outcome, len(last[0]))
+        self.policy = policy
+        if not policy.load and self.slots:
+            J.compiler_logger.debug("mlir-cache-key: not prefetching: %s", policy.why)
+        self.queue = [s for s in self.slots.values() if policy.load and (
+            policy.platforms is None or s.context.platform in policy.platforms)]
         self.workers = [threading.Thread(target=self._work, name=f"mck-prefetch-{i}", daemon=True)
                         for i in range(min(threads, len(self.queue)))]
         for worker in self.workers:
@@ -141,19 +231,21 @@ class Prefetcher:
         atexit.register(self.finish)
 
     @staticmethod
-    def _slots_of(keys: list[str], context_json: str) -> dict[str, _Slot]:
+    def _slots_of(keys: list[str], context_json: str) -> tuple[dict[str, _Slot], _Outcome]:
+        """The prediction a run recorded, and how that run went."""
         try:
             contexts = json.loads(context_json) or {}
             table = [_Context.from_json(c) for c in contexts.get("contexts", [])]
             of_key = contexts.get("of_key", {})
+            outcome = _Outcome.from_json(contexts.get("outcome") or {})
         except (ValueError, KeyError, TypeError, AttributeError):
-            return {}  # a list another version wrote: no prediction
+            return {}, _Outcome()  # a list another version wrote: no prediction
         slots = {}
         for key in keys:
             index = of_key.get(key)
             if isinstance(index, int) and 0 <= index < len(table):
                 slots[key] = _Slot(key, table[index])
-        return slots
+        return slots, outcome
 
     # --- background loading -------------------------------------------------------
 
@@ -189,7 +281,7 @@ class Prefetcher:
         stops, the slot goes back to the front of the queue), "closed" when the window closed
         before JAX started its backends."""
         start = time.monotonic()
-        value = self.cache.get(slot.key)
+        value = self.cache.peek(slot.key)  # counted as a hit only once used (`_take`)
         if value is None:
             with self.lock:
                 slot.state = "absent"
@@ -323,6 +415,7 @@ class Prefetcher:
             c.used += 1
             c.used_bytes += slot.stored_bytes
             c.used_ms += round(slot.load_secs * 1000)
+        self.cache.count_hit(slot.key)
         J.compiler_logger.debug("mlir-cache-key: %s was prefetched (%.0f ms of loading off the "
                                 "critical path)", slot.key, slot.load_secs * 1000)
         return executable, compile_time
@@ -368,6 +461,9 @@ class Prefetcher:
                 for name, value in vars(counters).items():
                     setattr(self.totals, name, getattr(self.totals, name) + value)
                 asked = list(self.asked.items())
+                outcome = _Outcome(predicted=len(self.slots),
+                                   asked=sum(1 for key in self.slots if key in self.asked),
+                                   keys=len(self.asked))
             try:
                 if any(vars(counters).values()):
                     self._native.record_prefetch(self.cache, **vars(counters))
@@ -376,12 +472,13 @@ class Prefetcher:
                         "(%d bytes, %d ms), %d wasted (%d bytes, %d ms)", *vars(counters).values())
                 if asked:
                     self._native.record_run_keys(self.cache, self.identity, self.run,
-                                                 [k for k, _ in asked], _contexts_json(asked))
+                                                 [k for k, _ in asked],
+                                                 _contexts_json(asked, outcome))
             except (OSError, ValueError) as ex:  # statistics and predictions never fail a run
                 J.compiler_logger.debug("mlir-cache-key: cannot record the prefetch list: %s", ex)
 
 
-def _contexts_json(asked) -> str:
+def _contexts_json(asked, outcome: _Outcome) -> str:
     table: list[dict] = []
     index_of: dict[str, int] = {}
     of_key = {}
@@ -393,7 +490,7 @@ def _contexts_json(asked) -> str:
             index_of[text] = len(table)
             table.append(context.to_json())
         of_key[key] = index_of[text]
-    return json.dumps(dict(contexts=table, of_key=of_key))
+    return json.dumps(dict(contexts=table, of_key=of_key, outcome=vars(outcome)))
 
 
 def lookup_through(prefetcher_of, original):

@@ -17,8 +17,9 @@ at import; `key()` takes that release's callback argument
 "jax" the first key of each process is also computed by JAX's own
 `cache_key.get`; if the two differ, the process keys with JAX's function from
 then on (warned; misses are then not explained).
-`install(prefetch=True)` loads the last run's executables ahead of JAX
-(`_prefetch`).
+Each run records the keys it used; the next run of the same program loads
+those executables ahead of JAX on background threads (`_prefetch`: "auto" by
+default, CPU executables only; `prefetch=True` any, False neither).
 """
 
 from __future__ import annotations
@@ -557,7 +558,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
-            size=None, ttl_days=None, explain=True, verify_hits=0.0, prefetch=False,
+            size=None, ttl_days=None, explain=True, verify_hits=0.0, prefetch="auto",
             prefetch_name=None, prefetch_budget=_prefetch.DEFAULT_BUDGET) -> None:
     """Routes JAX's persistent compilation cache through mlir-cache-key.
 
@@ -569,15 +570,20 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
     `jax_explain_cache_misses`, else DEBUG). `verify_hits` (0 to 1) is the
     share of hits compiled again and compared with the stored executable: a
     false hit is logged (WARNING), the fresh executable used and the entry
-    never served again. `prefetch` loads the executables the last run of this
-    program (`prefetch_name`, default script path and argv) used on background
-    threads while this one traces, holding at most `prefetch_budget` bytes (see
-    `_prefetch`; a prefetched hit is not audited). Calling it again reinstalls.
+    never served again. `prefetch` True loads the executables the last run of
+    this program (`prefetch_name`, default script path and argv) used on
+    background threads while this one traces, holding at most
+    `prefetch_budget` bytes (see `_prefetch`; a prefetched hit is not
+    audited); "auto" (the default) does so for CPU executables when a core is
+    spare, no hits are audited and the last run's prediction held; False
+    neither loads nor records. Calling it again reinstalls.
     """
     global _state
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     verify_hits = _audit.check_rate(verify_hits)
+    if prefetch not in (True, False, "auto"):
+        raise ValueError(f"prefetch must be True, False or 'auto', not {prefetch!r}")
     native = _native()  # fails loudly before anything is touched
     with _install_lock:
         # Nothing here starts JAX's backends (the check of our keys waits for JAX's first key),
@@ -600,8 +606,11 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
         state = _Installed(cache, cache.path, mode, explain, set_dir=not jax_dir,
                            verify_hits=verify_hits)
         if prefetch:
+            auto = prefetch == "auto"
             state.prefetcher = _prefetch.Prefetcher(
-                cache, prefetch_name or _prefetch.default_identity(), prefetch_budget)
+                cache, prefetch_name or _prefetch.default_identity(),
+                _prefetch.auto_budget(prefetch_budget) if auto else prefetch_budget,
+                policy=_prefetch.auto_policy(verify_hits) if auto else _prefetch.Policy(True))
         if _state is not None:
             _uninstall_locked()
         try:

@@ -279,6 +279,8 @@ struct Cache {
     lock_timeout: Duration,
     /// The XLA build this process runs, once `set_xla_build` named it (`xla_build.rs`).
     xla_build: std::sync::OnceLock<String>,
+    /// How many of its library files naming it read (`xla_build_files_read`).
+    xla_build_files_read: std::sync::atomic::AtomicUsize,
     /// Misses being explained off the compile's path (`explain_miss(..., wait=False)`).
     explaining: explainer::Explainer,
 }
@@ -383,6 +385,7 @@ impl Cache {
             settings: all.store,
             lock_timeout,
             xla_build: std::sync::OnceLock::new(),
+            xla_build_files_read: std::sync::atomic::AtomicUsize::new(0),
             explaining: explainer::Explainer::default(),
         })
     }
@@ -407,14 +410,26 @@ impl Cache {
         if let Some(build) = self.xla_build.get() {
             return Ok(build.clone());
         }
-        let remembered = self
-            .tiered
-            .as_ref()
-            .map(|t| mck_cli::inode_cache::InodeCache::in_cache(t.local().layout().base()));
-        let build = py
-            .detach(|| xla_build::digest(&libraries, remembered.as_ref()))
+        let base = self.tiered.as_ref().map(|t| t.local().layout().base());
+        let (build, read) = py
+            .detach(|| {
+                let own = base.map(mck_cli::inode_cache::InodeCache::in_cache);
+                let user = xla_build::user_inode_cache(base);
+                let remembered: Vec<_> = own.iter().chain(user.iter()).collect();
+                xla_build::digest(&libraries, &remembered)
+            })
             .map_err(|e| PyOSError::new_err(format!("cannot identify the XLA build: {e}")))?;
+        self.xla_build_files_read
+            .store(read, std::sync::atomic::Ordering::Relaxed);
         Ok(self.xla_build.get_or_init(|| build).clone())
+    }
+
+    /// How many library files `set_xla_build` read and hashed (the others' digests were
+    /// remembered by file identity).
+    #[getter]
+    fn xla_build_files_read(&self) -> usize {
+        self.xla_build_files_read
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The XLA build named by `set_xla_build`, or None.
@@ -444,6 +459,40 @@ impl Cache {
             Lookup::Hit(artefact) => Ok(Some(PyBytes::new(py, &artefact.bytes))),
             Lookup::Failed(_) | Lookup::Miss => Ok(None),
         }
+    }
+
+    /// The locally stored value of `key`, read ahead of a lookup that may never come (a
+    /// prefetch): verified as `get` is, but counted nowhere until `count_hit(key)`.
+    fn peek<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let key = self.stored_key(key)?;
+        let Some(tiered) = &self.tiered else {
+            return Ok(None);
+        };
+        match py
+            .detach(|| tiered.local().peek(&key))
+            .map_err(store_error)?
+        {
+            Lookup::Hit(artefact) => Ok(Some(PyBytes::new(py, &artefact.bytes))),
+            Lookup::Failed(_) | Lookup::Miss => Ok(None),
+        }
+    }
+
+    /// Counts a hit of the value `peek(key)` read, now used (its use time, `stats()`, the
+    /// history), on the thread that explains misses: the lookup does not wait for it, and
+    /// `settle()` does.
+    fn count_hit(&self, py: Python<'_>, key: &str) -> PyResult<()> {
+        let key = self.stored_key(key)?;
+        let Some(tiered) = &self.tiered else {
+            return Ok(());
+        };
+        let store = tiered.local_shared();
+        py.detach(|| {
+            self.explaining.submit(move || {
+                // Statistics are best effort: an unusable index never fails a lookup.
+                let _ = store.count_hit(&key);
+            })
+        });
+        Ok(())
     }
 
     /// Stores `value` under `key`, with the key's `record` (JSON) to explain

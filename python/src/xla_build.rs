@@ -2,13 +2,14 @@
 //! two builds of one version (a source build with local patches, a rebuilt wheel, an in-place
 //! downgrade) share keys, and an executable from one may crash the other. `install()` names
 //! the process's build — a digest of the shared libraries of the installed jaxlib and its
-//! plugins, each file's digest remembered by file identity in the cache's inode cache so a
-//! process pays a few `stat`s — and the store keeps each build's entries apart: an entry lives
+//! plugins, each file's digest remembered by file identity in the inode caches of the cache
+//! directory and of the user's default one (so a fresh cache directory does not read them
+//! again) so a process pays a few `stat`s — and the store keeps each build's entries apart: an entry lives
 //! under the key's name and a digest of (key, build), while the key JAX sees and logs, and the
 //! record's `sha256`, stay JAX's. The record keeps the build (`xla_build`) so a miss against
 //! another build's entry is explained ("XLA build changed: sha256:… → sha256:…").
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use mck_cli::inode_cache::{self, InodeCache};
 use mck_store::{CacheKey, Digest, StoreError};
@@ -20,12 +21,13 @@ const MAX_LIBRARIES: usize = 4096;
 const SCHEME: &str = "mlir-cache-key/xla-build/1";
 
 /// The build that `libraries` (each a name relative to the site directory, and its path) make
-/// up: `sha256:<hex>` over their names and contents, in name order. A file's content digest is
-/// remembered in `remembered` under its device, inode, size and times.
+/// up: `sha256:<hex>` over their names and contents, in name order, and how many files were
+/// read (the others' content digests were remembered in one of `remembered` under their
+/// device, inode, size and times).
 pub fn digest(
     libraries: &[(String, PathBuf)],
-    remembered: Option<&InodeCache>,
-) -> std::io::Result<String> {
+    remembered: &[&InodeCache],
+) -> std::io::Result<(String, usize)> {
     if libraries.is_empty() || libraries.len() > MAX_LIBRARIES {
         return Err(std::io::Error::other(format!(
             "expected 1 to {MAX_LIBRARIES} library files, got {}",
@@ -33,13 +35,16 @@ pub fn digest(
         )));
     }
     let mut files = Vec::with_capacity(libraries.len());
+    let mut read = 0;
     for (name, path) in libraries {
         let in_file =
             |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
         let file = std::fs::File::open(path).map_err(in_file)?;
         let metadata = file.metadata().map_err(in_file)?;
         let shown = path.display().to_string();
-        let content = inode_cache::digest(&file, &metadata, &shown, remembered).map_err(in_file)?;
+        let (content, was_read) =
+            inode_cache::digest_in(&file, &metadata, &shown, remembered).map_err(in_file)?;
+        read += usize::from(was_read);
         files.push((name.as_str(), content));
     }
     files.sort();
@@ -51,7 +56,34 @@ pub fn digest(
         hasher.update(b"\0");
         hasher.update(hex::encode(content).as_bytes());
     }
-    Ok(format!("sha256:{}", hex::encode(hasher.finalize())))
+    Ok((format!("sha256:{}", hex::encode(hasher.finalize())), read))
+}
+
+/// The inode cache of the user's default cache directory (`v1/` created private if missing),
+/// unless it is `beside` (the cache directory's own) or cannot be used: the XLA build's
+/// libraries are then read once per user, not once per cache directory.
+pub fn user_inode_cache(beside: Option<&Path>) -> Option<InodeCache> {
+    let top =
+        mck_settings::user_cache_dir(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"))
+            .ok()?;
+    let dir = top.join("v1");
+    if beside.is_some_and(|b| same_dir(b, &dir)) {
+        return None;
+    }
+    std::fs::create_dir_all(top.parent()?).ok()?;
+    // Private and ours (not a symlink, nobody else can write): another user's records would
+    // name our build.
+    for level in [&top, &dir] {
+        mck_store::ensure_private_dir(level, 0o700).ok()?;
+    }
+    Some(InodeCache::in_cache(&dir))
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 /// Where the store keeps `key`'s entry compiled by `build`.

@@ -359,3 +359,27 @@ def test_another_xla_build_of_the_same_jaxlib_never_loads_these_entries(tmp_path
     by_jax_key = json.loads(cli("cache", "show", jax_keys.pop(), "--json"))
     assert by_jax_key["ingredients"]["xla_build"] in {first["xla_build"], second["xla_build"]}
     assert cli("why", entries[0]["key"], entries[1]["key"]).startswith("XLA build changed: ")
+
+
+BUILD_NAMED = """
+import mlir_cache_key.jax as mj
+mj.install(sys.argv[1])
+cache = mj.installed()
+report(build=cache.xla_build, read=cache.xla_build_files_read)
+"""
+
+
+def test_a_fresh_cache_directory_reads_no_library_the_user_already_digested(tmp_path):
+    # The XLA build's libraries are digested once per user (the inode cache of the user's
+    # default cache directory), not once per cache directory: `install()` stays a few stats.
+    user = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    first = run(tmp_path, BUILD_NAMED, args=[str(tmp_path / "a")], env=user)
+    fresh = run(tmp_path, BUILD_NAMED, args=[str(tmp_path / "b")], env=user)
+    assert first["read"] > 0 and fresh["read"] == 0, (first, fresh)
+    assert fresh["build"] == first["build"]
+    assert (tmp_path / "xdg" / "mlir-cache-key" / "v1" / "inode-cache").is_file()
+    # A user cache home that cannot be used: every library is read again, to the same build.
+    (tmp_path / "not-a-dir").write_text("")
+    unusable = run(tmp_path, BUILD_NAMED, args=[str(tmp_path / "c")],
+                   env={"XDG_CACHE_HOME": str(tmp_path / "not-a-dir")})
+    assert unusable["read"] == first["read"] and unusable["build"] == first["build"]

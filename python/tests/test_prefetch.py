@@ -1,11 +1,16 @@
-"""`install(prefetch=True)`: each run is a fresh process running the same
-script (so the same default identity); the second loads what the first used
-before JAX asks, and only ever uses it under the key computed now."""
+"""`install(prefetch=True)`, and "auto" (the default): each run is a fresh
+process running the same script (so the same default identity); the second
+loads what the first used before JAX asks, and only ever uses it under the key
+computed now."""
 
 from __future__ import annotations
 
+import json
+import os
+
 import mlir_cache_key
 import numpy as np
+import pytest
 
 from conftest import run
 
@@ -19,8 +24,10 @@ import mlir_cache_key
 import mlir_cache_key.jax as mj
 cache_dir = sys.argv[1]
 scale, budget = float(os.environ["SCALE"]), int(os.environ["BUDGET"])
-prefetch = os.environ["PREFETCH"] == "on"
-mj.install(cache_dir, prefetch=prefetch, prefetch_budget=budget)
+if os.environ["PREFETCH"] == "default":
+    mj.install(cache_dir, prefetch_budget=budget)
+else:
+    mj.install(cache_dir, prefetch=os.environ["PREFETCH"] == "on", prefetch_budget=budget)
 prefetcher = mj._state.prefetcher
 STORE_READS = collections.Counter()  # lookups JAX's own path served from the store
 store_get = mj._StoreCache.get
@@ -55,11 +62,12 @@ def run_program(tmp_path, cache_dir, scale=2.0, budget=1 << 30, prefetch="on"):
     return result
 
 
-def test_second_run_uses_what_the_first_used(tmp_path, cache_dir):
-    first = run_program(tmp_path, cache_dir)
+@pytest.mark.parametrize("prefetch", ["on", "default"])
+def test_second_run_uses_what_the_first_used(tmp_path, cache_dir, prefetch):
+    first = run_program(tmp_path, cache_dir, prefetch=prefetch)
     assert first["hits"] == 0 and first["misses"] >= 3
     assert first["totals"]["prefetched"] == 0  # nothing recorded yet
-    second = run_program(tmp_path, cache_dir)
+    second = run_program(tmp_path, cache_dir, prefetch=prefetch)
     t = second["totals"]
     assert t["prefetched"] >= 3 and t["used"] == t["prefetched"] and t["wasted"] == 0, t
     assert t["used_bytes"] > 0 and second["misses"] == 0 and second["hits"] >= 3
@@ -75,6 +83,89 @@ def test_a_changed_constant_never_uses_a_stale_executable(tmp_path, cache_dir):
     # The input's own jit (arange) is unchanged and may be used; the three scaled ones not.
     assert t["prefetched"] >= 3 and t["wasted"] >= 3 and changed["misses"] >= 3, t
     assert t["used"] == t["prefetched"] - t["wasted"]
+
+
+def test_auto_stops_while_the_steps_change_and_starts_again_once_they_settle(
+        tmp_path, cache_dir):
+    def totals(scale):
+        return run_program(tmp_path, cache_dir, scale=scale, prefetch="default")["totals"]
+
+    nothing = dict.fromkeys(totals(2.0), 0)  # nothing recorded yet
+    changed = totals(3.0)  # no outcome known yet: loads the 2.0 run's keys
+    assert changed["prefetched"] >= 3 and changed["wasted"] >= 3, changed
+    # That run asked for under half of its prediction (the three scaled jits changed): the
+    # next does not load; nor the one after, whose last run measured the 3.0 run's keys
+    # against the 4.0 run's.
+    assert totals(4.0) == nothing
+    assert totals(4.0) == nothing
+    settled = totals(4.0)  # the last run asked for every key predicted: loads again
+    assert settled["prefetched"] >= 3 and settled["used"] == settled["prefetched"], settled
+
+
+def _recorded(cache, identity: str, platform: str, outcome: dict | None = None):
+    """A run of `identity` recorded with one key on `platform` (its entry is absent)."""
+    from mlir_cache_key import _native
+
+    key = "jit_f-" + "ab" * 32
+    context = dict(contexts=[dict(platform=platform, devices=[0], options="")],
+                   of_key={key: 0}, outcome=outcome or {})
+    _native.record_run_keys(cache, identity, "an-earlier-run", [key], json.dumps(context))
+
+
+@pytest.mark.parametrize("used, loads", [(512, True), (513, False), (5500, False)])
+def test_auto_leaves_a_test_suite_alone(cache_dir, used, loads):
+    # A run that used more keys than a record keeps is a suite's: its loader would only take a
+    # core from its first tests.
+    from mlir_cache_key import _prefetch
+
+    cache = mlir_cache_key.Cache(str(cache_dir))
+    _recorded(cache, "a-suite", "cpu", dict(predicted=0, asked=0, keys=used))
+    prefetcher = _prefetch.Prefetcher(cache, "a-suite", 1 << 20,
+                                      policy=_prefetch.auto_policy(0.0))
+    try:
+        assert bool(prefetcher.workers) == (loads and _prefetch.usable_cores() >= 2)
+        assert loads or "test suite" in prefetcher.policy.why
+    finally:
+        prefetcher.abandon()
+
+
+@pytest.mark.parametrize("platform, verify_hits, loads", [
+    ("cpu", 0.0, True), ("cuda", 0.0, False), ("tpu", 0.0, False), ("cpu", 0.5, False)])
+def test_auto_loads_only_cpu_executables_and_never_under_audits(cache_dir, platform,
+                                                                 verify_hits, loads):
+    from mlir_cache_key import _prefetch
+
+    cache = mlir_cache_key.Cache(str(cache_dir))
+    _recorded(cache, "a-program", platform)
+    prefetcher = _prefetch.Prefetcher(cache, "a-program", 1 << 20,
+                                      policy=_prefetch.auto_policy(verify_hits))
+    loads = loads and _prefetch.usable_cores() >= 2  # a loader needs a core of its own
+    try:
+        assert len(prefetcher.slots) == 1  # the prediction is kept, to measure it
+        assert bool(prefetcher.workers) == loads, prefetcher.policy
+    finally:
+        prefetcher.abandon()
+    forced = _prefetch.Prefetcher(cache, "a-program", 1 << 20)  # prefetch=True: any platform
+    try:
+        assert len(forced.workers) == 1
+    finally:
+        forced.abandon()
+
+
+def test_auto_holds_at_most_a_sixteenth_of_memory():
+    from mlir_cache_key import _prefetch
+
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert _prefetch.auto_budget(1 << 50) == memory // 16
+    assert _prefetch.auto_budget(1 << 20) == 1 << 20
+
+
+def test_install_refuses_an_unknown_prefetch(cache_dir):
+    import mlir_cache_key.jax as mj
+
+    with pytest.raises(ValueError, match="prefetch must be"):
+        mj.install(str(cache_dir), prefetch="always")
+    assert mj.installed() is None
 
 
 def test_no_record_behaves_as_without_prefetch(tmp_path, cache_dir):

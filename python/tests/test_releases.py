@@ -154,6 +154,10 @@ with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     mj.install(sys.argv[1], mode=os.environ.get("MODE", "jax"))
     started_by_install = xla_bridge.backends_are_initialized()
+    # JAX's `is_cache_used` can answer False to a thread that races the first one's check (its
+    # second locked block falls through to `return False`): that thread's compile would skip
+    # the persistent cache, and its key would be missing here. Resolved once, before the race.
+    compilation_cache.is_cache_used(xla_bridge.get_backend())
     keys = []
     ours = compilation_cache.get_cache_key
     compilation_cache.get_cache_key = lambda *a, **k: (lambda key: (keys.append(key), key)[1])(

@@ -165,27 +165,48 @@ pub fn digest(
     name: &str,
     cache: Option<&InodeCache>,
 ) -> std::io::Result<[u8; 32]> {
-    let cache = cache.filter(|_| metadata.is_file());
+    Ok(digest_in(file, metadata, name, cache.as_slice())?.0)
+}
+
+/// As [`digest`], remembered in the first of `caches` that has a sound record (and then copied
+/// into those before it), else read, hashed and remembered in each; true when it was read.
+pub fn digest_in(
+    file: &File,
+    metadata: &Metadata,
+    name: &str,
+    caches: &[&InodeCache],
+) -> std::io::Result<([u8; 32], bool)> {
+    let caches = if metadata.is_file() { caches } else { &[] };
     let state = FileState::of(metadata);
-    if let Some(digest) = cache.and_then(|cache| cache.lookup(&state)) {
-        tracing::debug!("inode cache: the digest of {name} is remembered; not read");
-        return Ok(digest);
+    for (at, cache) in caches.iter().enumerate() {
+        if let Some(digest) = cache.lookup(&state) {
+            tracing::debug!("inode cache: the digest of {name} is remembered; not read");
+            remember_in(&caches[..at], &state, &digest);
+            return Ok((digest, false));
+        }
     }
     let started = SystemTime::now();
     let digest = crate::raw_digest::of_file(file, metadata.len())?;
     tracing::debug!("hashed {name} ({} bytes)", metadata.len());
-    let Some(cache) = cache else {
-        return Ok(digest);
-    };
+    if caches.is_empty() {
+        return Ok((digest, true));
+    }
     let unchanged = file
         .metadata()
         .is_ok_and(|now| FileState::of(&now) == state);
-    if let Some(why_not) = why_not_remembered(metadata, started, unchanged, file) {
-        tracing::debug!("inode cache: {name} not remembered: {why_not}");
-    } else if let Err(e) = cache.remember(&state, &digest) {
-        tracing::debug!("inode cache: cannot write {}: {e}", cache.path.display());
+    match why_not_remembered(metadata, started, unchanged, file) {
+        Some(why_not) => tracing::debug!("inode cache: {name} not remembered: {why_not}"),
+        None => remember_in(caches, &state, &digest),
     }
-    Ok(digest)
+    Ok((digest, true))
+}
+
+fn remember_in(caches: &[&InodeCache], state: &FileState, digest: &[u8; 32]) {
+    for cache in caches {
+        if let Err(e) = cache.remember(state, digest) {
+            tracing::debug!("inode cache: cannot write {}: {e}", cache.path.display());
+        }
+    }
 }
 
 /// Why a file hashed from `started` on must not be remembered, if it must not.
@@ -266,6 +287,35 @@ mod tests {
         assert_eq!(remembered(&old, &cache), Some(digest));
         digest_of(&fresh, &cache);
         assert_eq!(remembered(&fresh, &cache), None, "racy file remembered");
+    }
+
+    #[test]
+    fn a_record_in_a_later_cache_is_served_and_copied_into_the_earlier_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+        std::fs::create_dir_all(&first).unwrap();
+        std::fs::create_dir_all(&second).unwrap();
+        let (first, second) = (InodeCache::in_cache(&first), InodeCache::in_cache(&second));
+        let path = write_file(dir.path(), "input", b"module {}");
+        let file = File::open(&path).unwrap();
+        let metadata = file.metadata().unwrap();
+        let (digest, read) = digest_in(&file, &metadata, "input", &[&first, &second]).unwrap();
+        assert_eq!(
+            (digest, read),
+            (crate::raw_digest::of_bytes(b"module {}"), true)
+        );
+        // A planted record shows which answered: the file was not read again.
+        let planted = [7u8; 32];
+        second
+            .remember(&FileState::of(&metadata), &planted)
+            .unwrap();
+        let served = digest_in(&file, &metadata, "input", &[&first, &second]).unwrap();
+        assert_eq!(served, (planted, false));
+        assert_eq!(
+            remembered(&path, &first),
+            Some(planted),
+            "not copied into the first"
+        );
     }
 
     #[test]

@@ -56,6 +56,15 @@ pub struct CachedFailure {
     pub path: PathBuf,
 }
 
+/// How a lookup counts what it finds: the first look of a lookup counts everything, a recheck
+/// under the compile lock no second miss, a peek (a prefetch) nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Look {
+    First,
+    Recheck,
+    Peek,
+}
+
 /// The answer to a lookup.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Lookup {
@@ -192,20 +201,31 @@ impl Store {
 
     /// Looks `key` up. Verifies the entry; a damaged one is quarantined and reads as a miss.
     pub fn get(&self, key: &CacheKey) -> Result<Lookup> {
-        self.lookup(key, true)
+        self.lookup(key, Look::First)
     }
 
     /// Looks `key` up again after taking its compile lock: another process may have stored it
     /// meanwhile. An absent entry is not counted (or logged) as a second miss.
     pub fn recheck(&self, key: &CacheKey) -> Result<Lookup> {
-        self.lookup(key, false)
+        self.lookup(key, Look::Recheck)
     }
 
-    fn lookup(&self, key: &CacheKey, first_look: bool) -> Result<Lookup> {
+    /// Reads `key`'s artefact ahead of a lookup that may never come (a prefetch): verified like
+    /// [`Store::get`], but counted nowhere and its use time unchanged; a failure or a suspect
+    /// entry reads as a miss. [`Store::count_hit`] counts it once it is used.
+    pub fn peek(&self, key: &CacheKey) -> Result<Lookup> {
+        self.lookup(key, Look::Peek)
+    }
+
+    fn lookup(&self, key: &CacheKey, look: Look) -> Result<Lookup> {
+        let first_look = look == Look::First;
+        let counted = look != Look::Peek;
         let digest = key.digest();
         let path = self.layout.entry_path(digest);
         let miss = |absent, corrupt| {
-            self.count_miss(&key.to_string(), digest, absent, corrupt);
+            if counted {
+                self.count_miss(&key.to_string(), digest, absent, corrupt);
+            }
             Ok(Lookup::Miss)
         };
         let ValidEntry {
@@ -241,6 +261,7 @@ impl Store {
         }
         let created_ms = meta.created_ms;
         match (meta.state, meta.failure.clone()) {
+            (EntryState::Failed, _) if !counted => Ok(Lookup::Miss),
             (EntryState::Failed, Some(failure)) => {
                 if self.settings.retry_failed_compilation {
                     // Counted and logged once: the recheck under the lock sees it again.
@@ -273,7 +294,9 @@ impl Store {
                     true => Counter::ManifestReads,
                     false => Counter::Hits,
                 };
-                self.touch(&file, &path, size, &meta, counter);
+                if counted {
+                    self.touch(&file, &path, size, &meta, counter);
+                }
                 bytes.drain(..payload_start);
                 Ok(Lookup::Hit(Artefact {
                     key: key.clone(),

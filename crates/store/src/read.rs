@@ -10,13 +10,13 @@ use tracing::debug;
 
 use super::cache::Store;
 use super::clock::ms_to_system_time;
-use super::entry::{self, DecodeError, EntryMeta};
+use super::entry::{self, DecodeError, EntryMeta, EntryState};
 use super::entry_file::{EntryRead, ValidEntry, read_metadata_from};
 use super::error::{Result, StoreError};
 use super::fsutil;
 use super::history::{What, compile_ms_of};
 use super::index::{Counter, Row};
-use super::key::Digest;
+use super::key::{CacheKey, Digest};
 use super::quarantine::quarantine;
 
 impl Store {
@@ -118,6 +118,28 @@ impl Store {
 
     /// Records a use: index last-use and counter, re-adding a missing row; file mtime (so a
     /// rebuilt index recovers the last use).
+    /// Counts a hit of `key`'s artefact read earlier by [`Store::peek`] and used now (its use
+    /// time, the hit counter, the history), as [`Store::get`] would have; false when the entry
+    /// is no longer there (removed or replaced meanwhile: nothing is counted).
+    pub fn count_hit(&self, key: &CacheKey) -> Result<bool> {
+        let path = self.layout().entry_path(key.digest());
+        let Some(file) = self.open_entry(&path)? else {
+            return Ok(false);
+        };
+        let Some(meta) = self.read_metadata(key.digest())? else {
+            return Ok(false);
+        };
+        if meta.key != key.to_string() || meta.state != EntryState::Ok {
+            return Ok(false);
+        }
+        let size = file
+            .metadata()
+            .map_err(|e| StoreError::io("inspect", &path, e))?
+            .len();
+        self.touch(&file, &path, size, &meta, Counter::Hits);
+        Ok(true)
+    }
+
     pub(super) fn touch(
         &self,
         file: &File,

@@ -875,3 +875,55 @@ fn the_store_is_shareable_across_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Store>();
 }
+
+#[test]
+fn a_peek_counts_nothing_until_its_hit_is_counted() {
+    let (_dir, clock, store) = fresh();
+    let (stored, absent, failed) = (key("jit_f", "p1"), key("jit_f", "p2"), key("jit_f", "p3"));
+    store.put(&stored, b"artefact", &json!({})).unwrap();
+    let failure = Failure {
+        exit_status: Some(1),
+        stderr: "error".to_owned(),
+    };
+    store.put_failure(&failed, &failure, &json!({})).unwrap();
+    let counters = |s: &Store| {
+        let st = s.stats().unwrap();
+        (st.hits, st.misses, st.failures_replayed)
+    };
+    let used_at = |s: &Store| {
+        let listed = s.list(&ListFilter::default()).unwrap();
+        listed
+            .into_iter()
+            .find(|e| e.key == stored.to_string())
+            .unwrap()
+            .last_used_ms
+    };
+    let before = (counters(&store), used_at(&store));
+    clock.advance(std::time::Duration::from_secs(60));
+
+    match store.peek(&stored).unwrap() {
+        Lookup::Hit(a) => assert_eq!(&a.bytes[..], b"artefact"),
+        other => panic!("a peek does not read the entry: {other:?}"),
+    }
+    assert_eq!(store.peek(&absent).unwrap(), Lookup::Miss);
+    assert_eq!(
+        store.peek(&failed).unwrap(),
+        Lookup::Miss,
+        "a failure is not replayed"
+    );
+    assert_eq!(
+        (counters(&store), used_at(&store)),
+        before,
+        "a peek counted"
+    );
+
+    assert!(store.count_hit(&stored).unwrap());
+    assert_eq!(counters(&store), (before.0.0 + 1, before.0.1, before.0.2));
+    assert!(used_at(&store) > before.1, "the use time did not move");
+    assert!(!store.count_hit(&absent).unwrap());
+    assert!(
+        !store.count_hit(&failed).unwrap(),
+        "a failure counted as a hit"
+    );
+    assert_eq!(counters(&store).0, before.0.0 + 1);
+}
