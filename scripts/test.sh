@@ -200,6 +200,13 @@ scripts/lit-mutants.sh target/debug
 # through our cache.
 stage "the Python extension: fmt, clippy, unit tests"
 cargo fmt --manifest-path python/Cargo.toml --check
+# python/Cargo.toml copies the root's debug profile so that the steps below reuse the root
+# build's dependencies; if the copies drift, they are compiled again (minutes, not seconds).
+dev_profile() { awk '/^\[/ { keep = ($0 ~ /^\[profile\.dev[].]/) } keep && NF && !/^#/' "$1"; }
+if ! diff <(dev_profile Cargo.toml) <(dev_profile python/Cargo.toml) >&2; then
+  echo "test: python/Cargo.toml's [profile.dev] tables differ from Cargo.toml's (above); keep them equal" >&2
+  exit 1
+fi
 # In the root workspace's target directory: the dependencies its build compiled (the same
 # versions, features and debug settings) are reused, not compiled again.
 cargo clippy --locked --manifest-path python/Cargo.toml --target-dir target --all-targets -- -D warnings

@@ -177,6 +177,11 @@ fn a_symlinked_registry_is_never_followed() {
 fn a_new_registry_is_private() {
     let s = Site::new();
     success(&mut s.mck(&["cache", "stats"]));
+    assert!(
+        !s.registry().exists(),
+        "a cache without run records got a registry"
+    );
+    success(&mut s.mck(&["runs", "list"]));
     let mode = std::fs::metadata(s.registry()).expect("stat").mode() & 0o777;
     assert_eq!(mode, 0o600, "registry.sqlite mode {mode:o}");
     // A registry made world-readable by hand is made private again.

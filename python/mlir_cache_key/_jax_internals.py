@@ -36,6 +36,7 @@ Common to every release:
 from __future__ import annotations
 
 import importlib
+import threading
 import warnings
 import zlib
 from dataclasses import dataclass
@@ -510,6 +511,20 @@ class Patches:
             setattr(owner, name, value)
 
 
+def one_caller_at_a_time(is_cache_used):
+    """JAX's `is_cache_used`, entered by one thread at a time. JAX makes its check once, but two
+    threads that both find it not yet made race, and JAX answers False to the one that loses
+    (its compile then neither reads nor writes the cache). install() resets the check (through
+    `reset_cache`), so a program whose first compiles run on several threads would meet it."""
+    lock = threading.Lock()
+
+    def serialized(backend):
+        with lock:
+            return is_cache_used(backend)
+
+    return serialized
+
+
 def patch_cache(patches: Patches, *, get_cache_key, get_file_cache, compile_and_write_cache,
                 log_persistent_cache_miss, cache_read, executable_lookup=None) -> dict:
     """Routes JAX's persistent cache through the given functions; returns the
@@ -523,6 +538,8 @@ def patch_cache(patches: Patches, *, get_cache_key, get_file_cache, compile_and_
     if executable_lookup is not None:
         patches.set(compilation_cache, "get_executable_and_time",
                     executable_lookup(compilation_cache.get_executable_and_time))
+    patches.set(compilation_cache, "is_cache_used",
+                one_caller_at_a_time(compilation_cache.is_cache_used))
     patches.set(compilation_cache, "get_cache_key", get_cache_key)
     patches.set(compilation_cache, "get_file_cache", get_file_cache)
     patches.set(compiler, "_compile_and_write_cache", compile_and_write_cache)

@@ -168,6 +168,22 @@ def test_install_refuses_an_unknown_prefetch(cache_dir):
     assert mj.installed() is None
 
 
+def test_a_damaged_entry_a_prefetch_meets_is_counted_corrupt_by_its_lookup(tmp_path, cache_dir):
+    run_program(tmp_path, cache_dir)
+    entries = sorted(p for p in (cache_dir / "v1" / "entries").rglob("*") if p.is_file())
+    assert len(entries) >= 3
+    for entry in entries:  # the payload's last byte: header and metadata still read
+        damaged = bytearray(entry.read_bytes())
+        damaged[-1] ^= 0x01
+        entry.write_bytes(bytes(damaged))
+    second = run_program(tmp_path, cache_dir)  # results checked: nothing damaged served
+    t = second["totals"]
+    assert t["used"] == 0 and second["hits"] == 0 and second["misses"] >= 3, t
+    stats = mlir_cache_key.Cache(cache_dir).stats()
+    # Each lookup of a damaged entry counted it, as without the prefetch (which counts none).
+    assert stats["corrupt"] == second["misses"], (stats["corrupt"], second["misses"])
+
+
 def test_no_record_behaves_as_without_prefetch(tmp_path, cache_dir):
     run_program(tmp_path, cache_dir, prefetch="off")  # fills the cache, records no keys
     first = run_program(tmp_path, cache_dir)

@@ -154,10 +154,6 @@ with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     mj.install(sys.argv[1], mode=os.environ.get("MODE", "jax"))
     started_by_install = xla_bridge.backends_are_initialized()
-    # JAX's `is_cache_used` can answer False to a thread that races the first one's check (its
-    # second locked block falls through to `return False`): that thread's compile would skip
-    # the persistent cache, and its key would be missing here. Resolved once, before the race.
-    compilation_cache.is_cache_used(xla_bridge.get_backend())
     keys = []
     ours = compilation_cache.get_cache_key
     compilation_cache.get_cache_key = lambda *a, **k: (lambda key: (keys.append(key), key)[1])(
@@ -172,6 +168,55 @@ with warnings.catch_warnings(record=True) as caught:
 report(started_by_install=started_by_install, checks=len(checks), keys=keys, results=results,
        warnings=[str(w.message) for w in caught], events=dict(EVENTS))
 """
+
+
+# Two threads meet in JAX's check of whether the cache is used, both before it is made: each
+# leaves JAX's first locked block and waits (up to 2 s) for the other there. JAX's own function
+# then answers False to one of them (its compile would skip the cache); under install() the
+# second waits outside until the first is done, and both are told True.
+CHECK_RACE = """
+import threading
+from jax._src import compilation_cache as cc, xla_bridge
+import mlir_cache_key.jax as mj
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+backend = xla_bridge.get_backend()
+mutex, seen = cc._cache_initialized_mutex, threading.local()
+class Gate:  # JAX's mutex, whose first release in each thread waits for the other thread
+    def __init__(self):
+        self.barrier = threading.Barrier(2, timeout=2.0)
+    def __enter__(self):
+        mutex.acquire()
+    def __exit__(self, *exc):
+        mutex.release()
+        if not getattr(seen, "gated", False):
+            seen.gated = True
+            try:
+                self.barrier.wait()
+            except threading.BrokenBarrierError:
+                pass
+def race():
+    cc.reset_cache()
+    cc._cache_initialized_mutex = Gate()
+    answers = []
+    def ask():
+        seen.gated = False
+        answers.append(cc.is_cache_used(backend))
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    cc._cache_initialized_mutex = mutex
+    return sorted(answers)
+jaxs = race()
+mj.install(sys.argv[1])
+ours = race()
+report(jaxs=jaxs, ours=ours)
+"""
+
+
+def test_threads_racing_to_jaxs_first_cache_check_are_all_told_to_use_it(tmp_path, cache_dir):
+    result = run(tmp_path, CHECK_RACE, args=[str(cache_dir)])
+    assert result["jaxs"] == [False, True], result  # the race the test sets up is JAX's
+    assert result["ours"] == [True, True], result
 
 
 def test_install_starts_nothing_and_the_first_key_is_checked_once(tmp_path, cache_dir):

@@ -1,5 +1,5 @@
 //! The one way to open the cache: from [`Settings`], this host's store with the run records'
-//! pins (the registry is created or repaired first, and eviction spares what run records
+//! pins (an existing registry is repaired first, and eviction spares what run records
 //! reference) and the chain of remote tiers behind it (`mck_remote::Tiered`). The command line,
 //! exec/wrap and the Python extension all open here.
 
@@ -36,10 +36,14 @@ pub fn open_cache(settings: &Settings, purpose: Purpose) -> Result<Option<Tiered
     Ok(Some(Tiered::open(store, &settings.remote)))
 }
 
-/// `store` with [`RunPins`]; a local registry is opened (created, repaired) first. A shared
-/// one is connected to when addressed work or a command needs it, not for every compile.
+/// `store` with [`RunPins`]; a local registry that exists is opened (repaired) first, and one
+/// that does not is created by the first addressed work (the pins of none are none: a new
+/// cache, or one only JAX uses, saves creating it). A shared one is connected to when
+/// addressed work or a command needs it, not for every compile.
 pub fn with_pins(store: Store, registry: &RegistrySettings) -> Store {
+    let local_exists = || std::fs::symlink_metadata(store.layout().registry_path()).is_ok();
     if registry.shared.is_none()
+        && local_exists()
         && let Err(e) = Registry::open(&store, registry)
     {
         warn!("{e}; addresses and run records are unavailable, unaddressed work goes on");

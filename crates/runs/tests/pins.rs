@@ -186,3 +186,30 @@ fn eviction_spares_what_a_shared_registrys_run_records_reference() {
         "the oldest unreferenced entry goes"
     );
 }
+
+/// A cache without run records gets no registry file until one is recorded: opening it with
+/// its pins (what every compile, every JAX process does) creates none, eviction still works,
+/// the first run record creates it private, and a later open keeps what it references.
+#[test]
+fn a_cache_gets_its_registry_with_its_first_run_record() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let (store, clock) = cache(dir.path(), 10);
+    let registry = store.layout().registry_path();
+    assert!(!registry.exists(), "opening created the registry");
+    assert!(store.gc().unwrap().eviction.evicted > 0);
+    assert!(!registry.exists(), "eviction created the registry");
+
+    let kept: Vec<usize> = (0..10).filter(|&i| present(&store, &key(i))).collect();
+    record_run(&store, "r1", kept.iter().copied().map(key));
+    let mode = std::fs::metadata(&registry).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    drop(store);
+    clock.advance(2 * DAY);
+    let again = with_pins(
+        Store::open_with_clock(&settings(dir.path()), clock).unwrap(),
+        &RegistrySettings::default(),
+    );
+    assert_eq!(again.gc().unwrap().eviction.evicted, 0);
+    assert!(kept.iter().all(|&i| present(&again, &key(i))));
+}

@@ -21,7 +21,7 @@ use tracing::{info, warn};
 use super::atomic;
 use super::clock::{Clock, SystemClock, UnixMillis, ms_to_system_time};
 use super::entry::{self, EntryMeta, EntryState, Failure};
-use super::entry_file::{EntryRead, ValidEntry};
+use super::entry_file::{Damaged, EntryRead, ValidEntry};
 use super::error::{Result, StoreError};
 use super::fsutil;
 use super::history::{History, What, compile_ms_of};
@@ -212,7 +212,8 @@ impl Store {
 
     /// Reads `key`'s artefact ahead of a lookup that may never come (a prefetch): verified like
     /// [`Store::get`], but counted nowhere and its use time unchanged; a failure or a suspect
-    /// entry reads as a miss. [`Store::count_hit`] counts it once it is used.
+    /// entry reads as a miss, and a damaged one stays in place for the lookup that counts it.
+    /// [`Store::count_hit`] counts it once it is used.
     pub fn peek(&self, key: &CacheKey) -> Result<Lookup> {
         self.lookup(key, Look::Peek)
     }
@@ -220,6 +221,10 @@ impl Store {
     fn lookup(&self, key: &CacheKey, look: Look) -> Result<Lookup> {
         let first_look = look == Look::First;
         let counted = look != Look::Peek;
+        let damaged = match counted {
+            true => Damaged::Quarantine,
+            false => Damaged::Leave,
+        };
         let digest = key.digest();
         let path = self.layout.entry_path(digest);
         let miss = |absent, corrupt| {
@@ -234,7 +239,7 @@ impl Store {
             meta,
             mut bytes,
             payload_start,
-        } = match self.read_entry(&path, digest)? {
+        } = match self.read_entry(&path, digest, damaged)? {
             // A manifest not found is no result missed: the canonical lookup counts that.
             EntryRead::Absent if !first_look || key.is_manifest() => return Ok(Lookup::Miss),
             EntryRead::Absent => {

@@ -75,6 +75,13 @@ pub fn len_and_mtime(meta: &Metadata) -> (u64, UnixMillis) {
     (meta.len(), mtime)
 }
 
+/// What reading a damaged entry does with it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Damaged {
+    Quarantine,
+    Leave,
+}
+
 /// What reading an entry file found.
 pub(super) enum EntryRead {
     Absent,

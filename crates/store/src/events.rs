@@ -4,7 +4,8 @@
 //! (`uses.rs`: a hit's last use and counter) is one transaction: last uses in the index, the
 //! counters here. It runs in WAL mode with
 //! `synchronous=NORMAL` (no fsync per commit): a crash may lose the last increments, which is
-//! harmless, never the file. The size counters (entries, bytes, failed entries) describe the
+//! harmless. A new file is set up unsynced (`sqlite::set_up`): a power loss soon after may
+//! lose it, and it starts afresh like a damaged one. The size counters (entries, bytes, failed entries) describe the
 //! rows, not events: the index's triggers keep them beside the rows.
 //!
 //! An older cache kept events in the index's `counters` table and a snapshot `DIR/stats.json`;
@@ -19,7 +20,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Deserialize;
 use tracing::warn;
 
-use super::sqlite::{is_corruption, retry_busy};
+use super::sqlite::{self, is_corruption, retry_busy};
 
 /// The counters' file name, in the layout directory.
 pub const COUNTERS_FILE: &str = "counters.sqlite";
@@ -99,20 +100,28 @@ fn attach_once(conn: &mut Connection, files: &CounterFiles) -> rusqlite::Result<
         .db
         .to_str()
         .ok_or_else(|| rusqlite::Error::InvalidPath(files.db.clone()))?;
+    let unwritten = sqlite::is_unwritten(&files.db);
     conn.execute("ATTACH DATABASE ?1 AS events", [path])?;
-    let mode: String =
-        retry_busy(|| conn.query_row("PRAGMA events.journal_mode", [], |r| r.get(0)))?;
-    if !mode.eq_ignore_ascii_case("wal") {
-        retry_busy(|| {
-            conn.query_row("PRAGMA events.journal_mode=WAL", [], |r| {
-                r.get::<_, String>(0)
-            })
-        })?;
-    }
     conn.pragma_update(Some("events"), "synchronous", "NORMAL")?;
+    sqlite::set_up(conn, "events", unwritten, |conn| {
+        let mode: String =
+            retry_busy(|| conn.query_row("PRAGMA events.journal_mode", [], |r| r.get(0)))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            retry_busy(|| {
+                conn.query_row("PRAGMA events.journal_mode=WAL", [], |r| {
+                    r.get::<_, String>(0)
+                })
+            })?;
+        }
+        retry_busy(|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            tx.execute_batch(SCHEMA)?;
+            tx.commit()
+        })
+    })?;
+    // Moving an older cache's counters in is synced as usual: they are not new.
     retry_busy(|| {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute_batch(SCHEMA)?;
         if migrated(&tx)? {
             return tx.commit();
         }

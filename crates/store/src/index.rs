@@ -217,16 +217,9 @@ impl Index {
                 OpenFailure::Error(e)
             }
         };
+        let unwritten = sqlite::is_unwritten(path);
         let mut conn = Connection::open(path).map_err(classify)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(classify)?;
-        // Switching to WAL (and recovering a WAL after a killed process) can answer "database
-        // is locked" without consulting the busy handler: retry those.
-        let mode: String = retry_busy(|| conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)))
-            .map_err(classify)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            retry_busy(|| conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)))
-                .map_err(classify)?;
-        }
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(classify)?;
         // Read pages through a memory map and keep more of them cached: a 100k-entry index is
@@ -235,22 +228,33 @@ impl Index {
             .map_err(classify)?;
         conn.pragma_update(None, "cache_size", CACHE_SIZE_KIB)
             .map_err(classify)?;
-        let has_meta: i64 = retry_busy(|| {
-            conn.query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
-                [],
-                |r| r.get(0),
-            )
+        sqlite::set_up(&mut conn, "main", unwritten, |conn| {
+            // Switching to WAL (and recovering a WAL after a killed process) can answer
+            // "database is locked" without consulting the busy handler: retry those.
+            let mode: String =
+                retry_busy(|| conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                retry_busy(|| {
+                    conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
+                })?;
+            }
+            let has_meta: i64 = retry_busy(|| {
+                conn.query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+                    [],
+                    |r| r.get(0),
+                )
+            })?;
+            if has_meta == 0 {
+                retry_busy(|| {
+                    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                    tx.execute_batch(SCHEMA)?;
+                    tx.commit()
+                })?;
+            }
+            Ok(())
         })
         .map_err(classify)?;
-        if has_meta == 0 {
-            retry_busy(|| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                tx.execute_batch(SCHEMA)?;
-                tx.commit()
-            })
-            .map_err(classify)?;
-        }
         let meta = |key: &str| -> Result<Option<String>, OpenFailure> {
             conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
                 .optional()

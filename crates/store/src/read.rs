@@ -11,7 +11,7 @@ use tracing::debug;
 use super::cache::Store;
 use super::clock::ms_to_system_time;
 use super::entry::{self, DecodeError, EntryMeta, EntryState};
-use super::entry_file::{EntryRead, ValidEntry, read_metadata_from};
+use super::entry_file::{Damaged, EntryRead, ValidEntry, read_metadata_from};
 use super::error::{Result, StoreError};
 use super::fsutil;
 use super::history::{What, compile_ms_of};
@@ -84,7 +84,14 @@ impl Store {
         }
     }
 
-    pub(super) fn read_entry(&self, path: &Path, digest: &Digest) -> Result<EntryRead> {
+    /// Reads and verifies an entry file. A damaged one is quarantined unless `damaged` says to
+    /// leave it (a prefetch: the lookup that may follow counts and quarantines it).
+    pub(super) fn read_entry(
+        &self,
+        path: &Path,
+        digest: &Digest,
+        damaged: Damaged,
+    ) -> Result<EntryRead> {
         let Some(mut file) = self.open_entry(path)? else {
             return Ok(EntryRead::Absent);
         };
@@ -103,6 +110,7 @@ impl Store {
                 bytes,
             }))),
             Err(DecodeError::UnsupportedVersion(v)) => Ok(EntryRead::Unsupported(v)),
+            Err(DecodeError::Corrupt(_)) if damaged == Damaged::Leave => Ok(EntryRead::Corrupt),
             Err(DecodeError::Corrupt(c)) => {
                 quarantine(
                     self.layout().quarantine_dir(),
@@ -116,8 +124,6 @@ impl Store {
         }
     }
 
-    /// Records a use: index last-use and counter, re-adding a missing row; file mtime (so a
-    /// rebuilt index recovers the last use).
     /// Counts a hit of `key`'s artefact read earlier by [`Store::peek`] and used now (its use
     /// time, the hit counter, the history), as [`Store::get`] would have; false when the entry
     /// is no longer there (removed or replaced meanwhile: nothing is counted).
@@ -140,6 +146,8 @@ impl Store {
         Ok(true)
     }
 
+    /// Records a use: index last-use and counter, re-adding a missing row; file mtime (so a
+    /// rebuilt index recovers the last use).
     pub(super) fn touch(
         &self,
         file: &File,

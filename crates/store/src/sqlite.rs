@@ -50,3 +50,66 @@ pub fn immutable_uri(path: &std::path::Path) -> String {
         .replace('#', "%23");
     format!("file:{escaped}?immutable=1")
 }
+
+/// True when `path` holds no database yet (absent or empty).
+pub fn is_unwritten(path: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(path).map_or(true, |m| m.len() == 0)
+}
+
+/// Runs `steps` (the switch to WAL and the schema) on database `db` of `conn`, with
+/// `synchronous=OFF` when the file held nothing before (`unwritten`), then restores the
+/// connection's setting. Syncing that cost six fsyncs a file. Without them, a power loss soon
+/// after may leave the file empty or damaged (and SQLite drops a WAL beside an empty file): only
+/// for files whose loss is harmless, the index (rebuilt from the entries) and the counters
+/// (started afresh), never the registry.
+pub fn set_up<T>(
+    conn: &mut rusqlite::Connection,
+    db: &str,
+    unwritten: bool,
+    steps: impl FnOnce(&mut rusqlite::Connection) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    if !unwritten {
+        return steps(conn);
+    }
+    let before: i64 = conn.pragma_query_value(Some(db), "synchronous", |r| r.get(0))?;
+    conn.pragma_update(Some(db), "synchronous", 0)?;
+    let result = steps(conn);
+    let restored = conn.pragma_update(Some(db), "synchronous", before);
+    let value = result?;
+    restored.map(|()| value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn synchronous(conn: &rusqlite::Connection) -> i64 {
+        conn.pragma_query_value(None, "synchronous", |r| r.get(0))
+            .unwrap()
+    }
+
+    /// Only a new file is set up unsynced, and the connection's setting comes back after, also
+    /// when a step fails.
+    #[test]
+    fn only_a_new_database_is_set_up_unsynced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.sqlite");
+        assert!(is_unwritten(&path));
+        let mut conn = rusqlite::Connection::open(&path).unwrap();
+        assert!(is_unwritten(&path), "opening writes nothing");
+        conn.pragma_update(None, "synchronous", "NORMAL").unwrap();
+        let during = set_up(&mut conn, "main", true, |c| {
+            c.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t(x);")?;
+            Ok(synchronous(c))
+        })
+        .unwrap();
+        assert_eq!((during, synchronous(&conn)), (0, 1));
+        assert!(!is_unwritten(&path));
+
+        let failed = set_up(&mut conn, "main", true, |c| c.execute_batch("NOT SQL"));
+        assert!(failed.is_err());
+        assert_eq!(synchronous(&conn), 1, "a failed step left it unsynced");
+        let during = set_up(&mut conn, "main", false, |c| Ok(synchronous(c))).unwrap();
+        assert_eq!(during, 1, "an existing database was set up unsynced");
+    }
+}

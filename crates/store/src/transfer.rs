@@ -11,8 +11,8 @@ use tempfile::NamedTempFile;
 use super::cache::PutOutcome;
 use super::cache::Store;
 use super::entry::{self, DecodeError, EntryMeta, HEADER_LEN};
-use super::entry_file::EntryRead;
 use super::entry_file::verify_from;
+use super::entry_file::{Damaged, EntryRead};
 use super::error::{Result, StoreError};
 use super::key::{CacheKey, Digest};
 
@@ -22,7 +22,7 @@ impl Store {
     /// another name.
     pub fn export_entry(&self, key: &CacheKey) -> Result<Option<Vec<u8>>> {
         let path = self.layout().entry_path(key.digest());
-        match self.read_entry(&path, key.digest())? {
+        match self.read_entry(&path, key.digest(), Damaged::Quarantine)? {
             EntryRead::Valid(v) if v.meta.key == key.to_string() => Ok(Some(v.bytes)),
             EntryRead::Corrupt => {
                 self.count_miss(&key.to_string(), key.digest(), true, true);

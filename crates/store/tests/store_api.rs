@@ -927,3 +927,30 @@ fn a_peek_counts_nothing_until_its_hit_is_counted() {
     );
     assert_eq!(counters(&store).0, before.0.0 + 1);
 }
+
+/// A prefetch that meets a damaged entry leaves it where it is: the lookup that follows (if
+/// any) quarantines it and counts it as corrupt, as it would without the prefetch.
+#[test]
+fn a_peek_leaves_a_damaged_entry_for_the_lookup_that_counts_it() {
+    let (dir, _c, store) = fresh();
+    let k = key("jit_c", "peeked");
+    let PutOutcome::Stored { path, .. } = store.put(&k, &payload(3, 4096), &json!({})).unwrap()
+    else {
+        panic!()
+    };
+    let mut bytes = fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    fs::write(&path, &bytes).unwrap();
+
+    assert_eq!(store.peek(&k).unwrap(), Lookup::Miss);
+    assert_eq!(fs::read(&path).unwrap(), bytes, "the peek moved the entry");
+    let s = store.stats().unwrap();
+    assert_eq!((s.corrupt, s.misses, s.quarantined_files), (0, 0, 0));
+
+    assert_eq!(store.get(&k).unwrap(), Lookup::Miss);
+    assert!(!path.exists(), "the lookup left the damaged entry in place");
+    assert_eq!(files_under(&dir.path().join("v1/quarantine")).len(), 1);
+    let s = store.stats().unwrap();
+    assert_eq!((s.corrupt, s.misses, s.entries), (1, 1, 0));
+}

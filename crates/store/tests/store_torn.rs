@@ -5,8 +5,9 @@
 
 use std::fs;
 
-use crate::common::{fresh, key, payload};
+use crate::common::{self, fresh, key, payload};
 use mck_store::Lookup;
+use mck_store::Store;
 use serde_json::json;
 
 #[test]
@@ -65,5 +66,76 @@ fn a_cut_or_zero_filled_entry_is_never_served_at_any_offset() {
     match store.get(&k).unwrap() {
         Lookup::Hit(hit) => assert!(hit.bytes.as_ref() == artefact.as_slice()),
         other => panic!("the whole entry reads back: {other:?}"),
+    }
+}
+
+/// A new cache's databases are set up without a sync (`mck_store::sqlite::set_up`): a power
+/// loss then may leave the index or the counters cut short or zero-filled, with or without
+/// their write-ahead log. Every such state opens, the entry stored meanwhile (published as
+/// usual) is still served, and the cache stores and serves again.
+#[test]
+fn a_new_cache_whose_databases_a_power_loss_damaged_opens_and_serves() {
+    let (dir, clock, store) = fresh();
+    let k = key("jit_new", "stored first");
+    store.put(&k, &payload(5, 3000), &json!({})).unwrap();
+    // The files as a power loss could find them: the store still open, its WAL not folded in.
+    let pristine = tempfile::tempdir().unwrap();
+    copy_files(&dir.path().join("v1"), &pristine.path().join("v1"));
+    drop(store);
+    for db in ["index.sqlite", "counters.sqlite"] {
+        let whole = fs::read(pristine.path().join("v1").join(db)).unwrap();
+        let page = 4096.min(whole.len());
+        for at in [0, 1, 16, 99, 100, 512, page - 1, page, whole.len() - 1] {
+            for (damage, zero_fill) in [("cut", false), ("zero-filled", true)] {
+                for keep_wal in [true, false] {
+                    let case = format!("{db} {damage} at {at}, WAL kept: {keep_wal}");
+                    let copy = tempfile::tempdir().unwrap();
+                    let v1 = copy.path().join("v1");
+                    copy_files(&pristine.path().join("v1"), &v1);
+                    let mut bytes = whole.clone();
+                    match zero_fill {
+                        true => bytes[at..].fill(0),
+                        false => bytes.truncate(at),
+                    }
+                    fs::write(v1.join(db), &bytes).unwrap();
+                    if !keep_wal {
+                        let _ = fs::remove_file(v1.join(format!("{db}-wal")));
+                    }
+                    let reopened =
+                        Store::open_with_clock(&common::settings(copy.path()), clock.clone())
+                            .unwrap_or_else(|e| panic!("{case}: {e}"));
+                    match reopened.get(&k).unwrap() {
+                        Lookup::Hit(hit) => assert!(
+                            hit.bytes.as_ref() == payload(5, 3000).as_slice(),
+                            "{case}: wrong bytes"
+                        ),
+                        other => panic!("{case}: the stored entry was lost: {other:?}"),
+                    }
+                    let again = key("jit_new", &case);
+                    reopened.put(&again, b"after", &json!({})).unwrap();
+                    assert!(
+                        matches!(reopened.get(&again).unwrap(), Lookup::Hit(h) if h.bytes.as_ref() == b"after"),
+                        "{case}: no longer stores"
+                    );
+                    reopened
+                        .stats()
+                        .unwrap_or_else(|e| panic!("{case}: stats: {e}"));
+                }
+            }
+        }
+    }
+}
+
+/// Copies the regular files under `from` to `to`, keeping the tree.
+fn copy_files(from: &std::path::Path, to: &std::path::Path) {
+    fs::create_dir_all(to).unwrap();
+    for item in fs::read_dir(from).unwrap() {
+        let item = item.unwrap();
+        let kind = item.file_type().unwrap();
+        if kind.is_dir() {
+            copy_files(&item.path(), &to.join(item.file_name()));
+        } else if kind.is_file() {
+            fs::copy(item.path(), to.join(item.file_name())).unwrap();
+        }
     }
 }
