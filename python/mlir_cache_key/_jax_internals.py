@@ -18,6 +18,7 @@ Common to every release:
   `_strip_mosaic_debug_info` (≥ 0.11);
 - `jax._src.compilation_cache`: `get_cache_key` and `get_file_cache`
   (replaced), `get_executable_and_time` (replaced with prefetch),
+  `is_cache_used` (wrapped: one thread at a time),
   `reset_cache`, `zstandard`, `compress_executable`, `decompress_executable`,
   `combine_executable_and_time`, `extract_executable_and_time`, `is_persistent_cache_enabled`, `logger`;
   `VerificationCache` from 0.9.1;
@@ -69,7 +70,8 @@ _COMMON = (
     "compilation_cache:compress_executable", "compilation_cache:decompress_executable",
     "compilation_cache:combine_executable_and_time",
     "compilation_cache:extract_executable_and_time", "compilation_cache:get_executable_and_time",
-    "compilation_cache:is_persistent_cache_enabled", "compilation_cache:logger",
+    "compilation_cache:is_persistent_cache_enabled", "compilation_cache:is_cache_used",
+    "compilation_cache:logger",
     "compilation_cache_interface:CacheInterface",
     "compiler:_compile_and_write_cache", "compiler:log_persistent_cache_miss",
     "compiler:_cache_read",
