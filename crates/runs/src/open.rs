@@ -41,9 +41,8 @@ pub fn open_cache(settings: &Settings, purpose: Purpose) -> Result<Option<Tiered
 /// cache, or one only JAX uses, saves creating it). A shared one is connected to when
 /// addressed work or a command needs it, not for every compile.
 pub fn with_pins(store: Store, registry: &RegistrySettings) -> Store {
-    let local_exists = || std::fs::symlink_metadata(store.layout().registry_path()).is_ok();
     if registry.shared.is_none()
-        && local_exists()
+        && std::fs::symlink_metadata(store.layout().registry_path()).is_ok()
         && let Err(e) = Registry::open(&store, registry)
     {
         warn!("{e}; addresses and run records are unavailable, unaddressed work goes on");

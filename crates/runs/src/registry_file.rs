@@ -18,7 +18,7 @@ use rusqlite::{Connection, OpenFlags};
 use rustix::fs::{Mode, OFlags};
 use tracing::warn;
 
-use mck_store::sqlite::{BUSY_TIMEOUT, is_corruption, retry_busy};
+use mck_store::sqlite::{self, BUSY_TIMEOUT, is_corruption};
 use mck_store::{Layout, StoreError, UnixMillis, fsutil};
 
 use crate::error::{Result, RunsError};
@@ -62,7 +62,7 @@ fn connect(path: &Path, prepare: Prepare) -> rusqlite::Result<Connection> {
     let conn =
         Connection::open_with_flags(path, OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
-    retry_busy(|| conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)))?;
+    sqlite::use_wal(&conn, "main")?;
     prepare(&conn)?;
     Ok(conn)
 }

@@ -5,8 +5,8 @@
 //! counters here. It runs in WAL mode with
 //! `synchronous=NORMAL` (no fsync per commit): a crash may lose the last increments, which is
 //! harmless. A new file is set up unsynced (`sqlite::set_up`): a power loss soon after may
-//! lose it, and it starts afresh like a damaged one. The size counters (entries, bytes, failed entries) describe the
-//! rows, not events: the index's triggers keep them beside the rows.
+//! lose it, and it starts afresh like a damaged one. The size counters (entries, bytes, failed
+//! entries) describe the rows, not events: the index's triggers keep them beside the rows.
 //!
 //! An older cache kept events in the index's `counters` table and a snapshot `DIR/stats.json`;
 //! the first open moves them here (each counter the larger of the two, as a rebuild used to
@@ -104,15 +104,6 @@ fn attach_once(conn: &mut Connection, files: &CounterFiles) -> rusqlite::Result<
     conn.execute("ATTACH DATABASE ?1 AS events", [path])?;
     conn.pragma_update(Some("events"), "synchronous", "NORMAL")?;
     sqlite::set_up(conn, "events", unwritten, |conn| {
-        let mode: String =
-            retry_busy(|| conn.query_row("PRAGMA events.journal_mode", [], |r| r.get(0)))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            retry_busy(|| {
-                conn.query_row("PRAGMA events.journal_mode=WAL", [], |r| {
-                    r.get::<_, String>(0)
-                })
-            })?;
-        }
         retry_busy(|| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.execute_batch(SCHEMA)?;

@@ -229,15 +229,6 @@ impl Index {
         conn.pragma_update(None, "cache_size", CACHE_SIZE_KIB)
             .map_err(classify)?;
         sqlite::set_up(&mut conn, "main", unwritten, |conn| {
-            // Switching to WAL (and recovering a WAL after a killed process) can answer
-            // "database is locked" without consulting the busy handler: retry those.
-            let mode: String =
-                retry_busy(|| conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)))?;
-            if !mode.eq_ignore_ascii_case("wal") {
-                retry_busy(|| {
-                    conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0))
-                })?;
-            }
             let has_meta: i64 = retry_busy(|| {
                 conn.query_row(
                     "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'",

@@ -56,7 +56,21 @@ pub fn is_unwritten(path: &std::path::Path) -> bool {
     std::fs::symlink_metadata(path).map_or(true, |m| m.len() == 0)
 }
 
-/// Runs `steps` (the switch to WAL and the schema) on database `db` of `conn`, with
+/// Puts database `db` of `conn` in WAL mode, unless it is already. Switching (and recovering a
+/// WAL after a killed process) can answer "database is locked" without consulting the busy
+/// handler: those are retried.
+pub fn use_wal(conn: &rusqlite::Connection, db: &str) -> rusqlite::Result<()> {
+    let mode: String =
+        retry_busy(|| conn.pragma_query_value(Some(db), "journal_mode", |r| r.get(0)))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        retry_busy(|| {
+            conn.pragma_update_and_check(Some(db), "journal_mode", "WAL", |r| r.get::<_, String>(0))
+        })?;
+    }
+    Ok(())
+}
+
+/// Puts database `db` of `conn` in WAL mode ([`use_wal`]) and runs `schema` on it, with
 /// `synchronous=OFF` when the file held nothing before (`unwritten`), then restores the
 /// connection's setting. Syncing that cost six fsyncs a file. Without them, a power loss soon
 /// after may leave the file empty or damaged (and SQLite drops a WAL beside an empty file): only
@@ -66,8 +80,12 @@ pub fn set_up<T>(
     conn: &mut rusqlite::Connection,
     db: &str,
     unwritten: bool,
-    steps: impl FnOnce(&mut rusqlite::Connection) -> rusqlite::Result<T>,
+    schema: impl FnOnce(&mut rusqlite::Connection) -> rusqlite::Result<T>,
 ) -> rusqlite::Result<T> {
+    let steps = |conn: &mut rusqlite::Connection| {
+        use_wal(conn, db)?;
+        schema(conn)
+    };
     if !unwritten {
         return steps(conn);
     }
@@ -99,11 +117,15 @@ mod tests {
         assert!(is_unwritten(&path), "opening writes nothing");
         conn.pragma_update(None, "synchronous", "NORMAL").unwrap();
         let during = set_up(&mut conn, "main", true, |c| {
-            c.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t(x);")?;
+            c.execute_batch("CREATE TABLE t(x);")?;
             Ok(synchronous(c))
         })
         .unwrap();
         assert_eq!((during, synchronous(&conn)), (0, 1));
+        let mode: String = conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
         assert!(!is_unwritten(&path));
 
         let failed = set_up(&mut conn, "main", true, |c| c.execute_batch("NOT SQL"));
