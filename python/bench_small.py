@@ -13,7 +13,8 @@ Run with a test venv: `target/py-matrix/0.12.0.1/bin/python python/bench_small.p
 `install(prefetch=False)` too. `--shape mlp`: larger programs (a 6-layer
 tanh MLP with a gradient, 64×64 weights), nearer a test suite's. `--per-call`: also each
 process's median key (`get_cache_key`) and lookup (`_cache_read`; a hit's includes reading,
-decompressing and deserializing) inside JAX. `--profile` also runs one cold and one warm
+decompressing and deserializing) inside JAX, and the whole cached compile
+(`compile_or_get_cached`) beside the XLA compile in it: their difference is the cache's share. `--profile` also runs one cold and one warm
 process of ours under cProfile and prints where the time went.
 """
 
@@ -45,7 +46,8 @@ if spec["cache"] == "ours":
     start = time.perf_counter()
     mj.install(spec["dir"], prefetch=spec["prefetch"])
     install_ms = (time.perf_counter() - start) * 1e3
-calls = {"get_cache_key": [], "_cache_read": []}
+calls = {"get_cache_key": [], "_cache_read": [], "compile_or_get_cached": [],
+         "backend_compile_and_load": []}
 if spec.get("per_call"):  # the key, and the lookup (a hit: read, decompress, deserialize)
     from jax._src import compilation_cache, compiler
     def timed(module, name):
@@ -59,6 +61,8 @@ if spec.get("per_call"):  # the key, and the lookup (a hit: read, decompress, de
         setattr(module, name, wrapper)
     timed(compilation_cache, "get_cache_key")
     timed(compiler, "_cache_read")
+    timed(compiler, "compile_or_get_cached")
+    timed(compiler, "backend_compile_and_load")
 
 if spec["shape"] == "mlp":  # a 6-layer tanh MLP with a gradient: nearer a test suite's programs
     params = [np.full((64, 64), 0.01, np.float32) for _ in range(6)]
@@ -93,6 +97,7 @@ if spec.get("profile"):
     pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(25)
     print(out.getvalue(), file=sys.stderr)
 per_call = {k: sorted(v)[len(v) // 2] * 1e6 for k, v in calls.items() if v}
+per_call.update({k + " (sum ms)": sum(v) * 1e3 for k, v in calls.items() if v})
 print("RESULT " + json.dumps({"loop_s": loop_s, "install_ms": install_ms, "total": total,
                               "per_call_us": per_call}))
 """
@@ -179,8 +184,12 @@ def print_per_call(per_call: dict, caches: list[str]) -> None:
     print("| phase | per call | " + " | ".join(caches) + " |")
     print("|---|---|" + "---|" * len(caches))
     for phase in ("cold", "warm"):
-        for name, what in (("get_cache_key", "key"), ("_cache_read", "lookup")):
-            cells = [f"{statistics.median(p[name] for p in per_call[(c, phase)]):.0f}"
+        for name, what in (("get_cache_key", "key"), ("_cache_read", "lookup"),
+                           ("compile_or_get_cached", "whole cached compile"),
+                           ("backend_compile_and_load", "XLA compile"),
+                           ("compile_or_get_cached (sum ms)", "whole cached compile, ms a loop"),
+                           ("backend_compile_and_load (sum ms)", "XLA compile, ms a loop")):
+            cells = [f"{statistics.median(p.get(name, 0) for p in per_call[(c, phase)]):.0f}"
                      for c in caches]
             print(f"| {phase} | {what} | " + " | ".join(cells) + " |")
 

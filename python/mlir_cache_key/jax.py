@@ -71,25 +71,15 @@ def _native():
 @dataclass
 class _Computed:
     key: str
-    handle: object  # the native KeyRecordHandle: the record as computed
+    # The native KeyRecordHandle: the record as computed (with the module's text once a miss
+    # asked for it), handed to the cache as it is: never made JSON on the compile's path.
+    handle: object
     parts: dict
     computation: bytes
     module: object
     callbacks: object  # the release's callback argument
     mode: str
     canonical: object = None  # the canonical module `computation` was written from, if any
-    _record: str | None = None
-
-    @property
-    def record(self) -> str:
-        """The record as JSON, made when first asked: only a miss stores or explains it."""
-        if self._record is None:
-            self._record = self.handle.json()
-        return self._record
-
-    @record.setter
-    def record(self, value: str) -> None:
-        self._record = value
 
 
 _topologies: dict = {}
@@ -280,7 +270,7 @@ class _StoreCache(J.CacheInterface):
     def put(self, key, value):
         computed = self._state.recalled(key)
         try:
-            self._state.cache.put(key, value, computed.record if computed else None)
+            self._state.cache.put(key, value, computed.handle if computed else None)
         except OSError as ex:  # the compile succeeded; only the storing failed
             _log.warning("mlir-cache-key: cannot store %s (%s)", key, ex)
 
@@ -384,13 +374,13 @@ def _log_persistent_cache_miss(module_name, cache_key):
     try:
         # The entry about to be compiled keeps its module text, so that later
         # misses can name the first operation that moved.
-        computed.record = _record_with_text(computed)
+        computed.handle = _record_with_text(computed)
         # Always explained: the cause goes to the cache's stats and history (`report`). When
         # nobody reads the log line, on a thread, so that the compile does not wait for it.
         if not J.compiler_logger.isEnabledFor(level):
-            state.cache.explain_miss(cache_key, computed.record, wait=False)
+            state.cache.explain_miss(cache_key, computed.handle, wait=False)
             return
-        explanation = state.cache.explain_miss(cache_key, computed.record)
+        explanation = state.cache.explain_miss(cache_key, computed.handle)
         if explanation is None:
             return
         J.compiler_logger.log(level, "What moved for '%s' against the nearest stored entry:\n%s",
@@ -399,18 +389,18 @@ def _log_persistent_cache_miss(module_name, cache_key):
         J.compiler_logger.log(level, "Could not explain the miss of %r: %s", cache_key, ex)
 
 
-def _record_with_text(computed: _Computed) -> str:
-    """The record again, now with the canonical module text (only on a miss:
+def _record_with_text(computed: _Computed):
+    """The record's handle again, now with the canonical module text (only on a miss:
     printing a module costs far less than the compile that follows)."""
     if len(computed.computation) * 8 > MAX_RECORDED_TEXT:  # text is several times larger
-        return computed.record
+        return computed.handle
     if computed.canonical is not None:
         text = text_of(computed.canonical)
     else:
         text = canonical_text(computed.module, computed.callbacks, computed.mode)
     if len(text) > MAX_RECORDED_TEXT:
-        return computed.record
-    return computed.handle.with_text(text)
+        return computed.handle
+    return computed.handle.texted(text)
 
 
 def _entry_value(executable, compile_secs, module_name, cache_key) -> bytes | None:
@@ -458,7 +448,8 @@ def _compile_and_write_cache(backend, computation, executable_devices, compile_o
     start = time.monotonic()
     try:
         # JAX's read of this key just missed through our adapter: not looked up twice.
-        value = state.cache.compile_once(cache_key, compile_fn, computed.record, looked_up=True)
+        value = state.cache.compile_once(cache_key, compile_fn, computed.handle, looked_up=True,
+                                         store_later=True)
     except OSError as ex:  # a cache that breaks mid-run never fails a compile
         if compiled:
             _log.warning("mlir-cache-key: cannot store %s (%s)", cache_key, ex)
@@ -535,13 +526,22 @@ def _current_prefetcher():
 
 
 def _settle_at_exit():
-    """Finishes the local copies of remote hits still being written when Python exits."""
+    """Finishes, when Python exits, the entries still being stored and misses explained, and
+    the local copies of remote hits still being written."""
     state = _state
     if state is not None:
         state.cache.settle()
 
 
 atexit.register(_settle_at_exit)
+
+
+def _settle_before_fork() -> None:
+    """A fork waits for the entries being stored: a child must not inherit a compile's claim
+    (its lock) that the parent's worker is about to release."""
+    state = _state
+    if state is not None:
+        state.cache.settle()
 
 
 def _after_fork_in_child() -> None:
@@ -552,9 +552,27 @@ def _after_fork_in_child() -> None:
     if state is not None and state.prefetcher is not None:
         atexit.unregister(state.prefetcher.finish)
         state.prefetcher = None
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:  # run once multiprocessing has cleared the finalizers the child inherits
+        util.register_after_fork(_FORK_TOKEN, lambda _: _settle_at_multiprocessing_exit())
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+class _ForkToken:  # multiprocessing's after-fork hooks are keyed by a live object
+    pass
+
+
+_FORK_TOKEN = _ForkToken()
+
+
+def _settle_at_multiprocessing_exit() -> None:
+    """multiprocessing ends its children with os._exit, past atexit: the entries a child's
+    compiles leave to be stored are settled by multiprocessing's own finalizers instead."""
+    mp = sys.modules.get("multiprocessing")
+    if mp is not None and mp.parent_process() is not None:
+        mp.util.Finalize(None, _settle_at_exit, exitpriority=0)
+
+
+os.register_at_fork(before=_settle_before_fork, after_in_child=_after_fork_in_child)
 
 
 def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
@@ -628,6 +646,7 @@ def install(cache_dir=None, *, mode="jax", remote=None, remote_read_only=False,
             ))
             _state = state
             J.reset_cache()  # JAX opens its cache again, through ours
+            _settle_at_multiprocessing_exit()
         except BaseException:
             _state = None
             state.patches.undo()

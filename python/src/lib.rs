@@ -8,8 +8,8 @@
 //! and the prefetch counters in `prefetch`; the cache's command line in `cli`.
 
 mod audit;
+mod background;
 mod cli;
-mod explainer;
 mod key_record;
 mod prefetch;
 
@@ -17,14 +17,16 @@ mod remote_chain;
 mod xla_build;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
+use key_record::{Ingredients, RecordArg};
 use mck_key::flags::FlagSources;
 use mck_key::{
     Accelerator, CanonicalSource, CompileOptionsInput, Computation, Detail, JaxRecipe, KeyInputs,
     KeyRecord, Readable, SourceError,
 };
-use mck_remote::{Compiled, Served, Tiered};
+use mck_remote::{Attempt, Compiled, Served, Tiered};
 use mck_settings::{Layer, Settings};
 use mck_store::{CacheKey, Digest, ListFilter, Lookup, StoreError};
 use pyo3::exceptions::{PyOSError, PyValueError};
@@ -254,6 +256,15 @@ fn ingredients(record: Option<&str>) -> PyResult<Value> {
     }
 }
 
+/// An entry's ingredients as stored: the record, with the XLA `build` that compiled it.
+fn entry_ingredients((ingredients, build): (Ingredients, Option<String>)) -> Value {
+    let ingredients = ingredients.value();
+    match (build, ingredients.is_object()) {
+        (Some(build), true) => xla_build::with_build(ingredients, &build),
+        _ => ingredients,
+    }
+}
+
 /// Errors of a compile run through the store: the store's, or the compile
 /// function's own exception (re-raised as it is).
 enum CompileError {
@@ -273,16 +284,17 @@ impl From<StoreError> for CompileError {
 /// win). The same directory layout as the CLI.
 #[pyclass(frozen, module = "mlir_cache_key")]
 struct Cache {
-    /// `None` when the settings turn the cache off (`--no_cache`).
-    tiered: Option<Tiered>,
+    /// `None` when the settings turn the cache off (`--no_cache`). Shared with the worker
+    /// that stores what a compile produced.
+    tiered: Option<Arc<Tiered>>,
     settings: mck_store::Settings,
     lock_timeout: Duration,
     /// The XLA build this process runs, once `set_xla_build` named it (`xla_build.rs`).
     xla_build: std::sync::OnceLock<String>,
     /// How many of its library files naming it read (`xla_build_files_read`).
     xla_build_files_read: std::sync::atomic::AtomicUsize,
-    /// Misses being explained off the compile's path (`explain_miss(..., wait=False)`).
-    explaining: explainer::Explainer,
+    /// Misses being explained and entries being stored, off the compile's path.
+    background: background::Background,
 }
 
 /// A size: a byte count (int) or a string such as "10G".
@@ -320,13 +332,14 @@ impl Cache {
         }
     }
 
-    /// The ingredients an entry keeps: the key's `record`, with the XLA build when named.
-    fn ingredients(&self, record: Option<&str>) -> PyResult<Value> {
-        let ingredients = ingredients(record)?;
-        Ok(match (self.xla_build.get(), ingredients.is_object()) {
-            (Some(build), true) => xla_build::with_build(ingredients, build),
-            _ => ingredients,
-        })
+    /// The ingredients an entry keeps: the key's `record`, to be written with the XLA build
+    /// when named (`entry_ingredients`).
+    fn ingredients(&self, record: Option<&RecordArg>) -> PyResult<(Ingredients, Option<String>)> {
+        let ingredients = match record {
+            Some(record) => record.ingredients()?,
+            None => Ingredients::Parsed(Value::Null),
+        };
+        Ok((ingredients, self.xla_build.get().cloned()))
     }
 }
 
@@ -379,14 +392,15 @@ impl Cache {
         // Opened with the run records' pins: a put may evict, and must spare what they reference.
         let tiered = py
             .detach(|| mck_runs::open_cache(&all, mck_runs::Purpose::Compile))
-            .map_err(runs_error)?;
+            .map_err(runs_error)?
+            .map(Arc::new);
         Ok(Cache {
             tiered,
             settings: all.store,
             lock_timeout,
             xla_build: std::sync::OnceLock::new(),
             xla_build_files_read: std::sync::atomic::AtomicUsize::new(0),
-            explaining: explainer::Explainer::default(),
+            background: background::Background::default(),
         })
     }
 
@@ -438,11 +452,12 @@ impl Cache {
         self.xla_build.get().cloned()
     }
 
-    /// Waits for the misses being explained on threads and for the local copies of earlier
-    /// remote hits (written beside the caller, so a hit returns as soon as it is verified);
-    /// `mlir_cache_key.jax.install()` calls it at exit.
+    /// Waits for the misses being explained and the entries being stored on the cache's worker,
+    /// and for the local copies of earlier remote hits (written beside the caller, so a hit
+    /// returns as soon as it is verified); `mlir_cache_key.jax.install()` calls it at exit and
+    /// before a fork.
     fn settle(&self, py: Python<'_>) {
-        py.detach(|| self.explaining.settle());
+        py.detach(|| self.background.settle());
         if let Some(tiered) = &self.tiered {
             py.detach(|| tiered.settle());
         }
@@ -455,7 +470,11 @@ impl Cache {
         let Some(tiered) = &self.tiered else {
             return Ok(None);
         };
-        match py.detach(|| tiered.get(&key)).map_err(store_error)? {
+        let found = py.detach(|| {
+            self.background.settle_store(&key.to_string());
+            tiered.get(&key)
+        });
+        match found.map_err(store_error)? {
             Lookup::Hit(artefact) => Ok(Some(PyBytes::new(py, &artefact.bytes))),
             Lookup::Failed(_) | Lookup::Miss => Ok(None),
         }
@@ -469,7 +488,10 @@ impl Cache {
             return Ok(None);
         };
         match py
-            .detach(|| tiered.local().peek(&key))
+            .detach(|| {
+                self.background.settle_store(&key.to_string());
+                tiered.local().peek(&key)
+            })
             .map_err(store_error)?
         {
             Lookup::Hit(artefact) => Ok(Some(PyBytes::new(py, &artefact.bytes))),
@@ -487,7 +509,7 @@ impl Cache {
         };
         let store = tiered.local_shared();
         py.detach(|| {
-            self.explaining.submit(move || {
+            self.background.submit(move || {
                 // Statistics are best effort: an unusable index never fails a lookup.
                 let _ = store.count_hit(&key);
             })
@@ -495,15 +517,25 @@ impl Cache {
         Ok(())
     }
 
-    /// Stores `value` under `key`, with the key's `record` (JSON) to explain
-    /// later misses.
+    /// Stores `value` under `key`, with the key's `record` (JSON, or the handle
+    /// `key_from_parts` made) to explain later misses.
     #[pyo3(signature = (key, value, record = None))]
-    fn put(&self, py: Python<'_>, key: &str, value: &[u8], record: Option<&str>) -> PyResult<()> {
+    fn put(
+        &self,
+        py: Python<'_>,
+        key: &str,
+        value: &[u8],
+        record: Option<RecordArg>,
+    ) -> PyResult<()> {
         let key = self.stored_key(key)?;
-        let ingredients = self.ingredients(record)?;
+        let ingredients = self.ingredients(record.as_ref())?;
         if let Some(tiered) = &self.tiered {
-            py.detach(|| tiered.put(&key, value, &ingredients))
-                .map_err(store_error)?;
+            py.detach(|| {
+                // After any store of the key still queued: the last put wins.
+                self.background.settle_store(&key.to_string());
+                tiered.put(&key, value, &entry_ingredients(ingredients))
+            })
+            .map_err(store_error)?;
         }
         Ok(())
     }
@@ -516,21 +548,28 @@ impl Cache {
     /// again and a false hit serves its bytes and stops serving the entry.
     /// `looked_up`: the caller's own `get(key)` just missed (JAX's read), so the
     /// miss is not looked up and counted twice; the store still looks again
-    /// under the lock, uncounted.
-    #[pyo3(signature = (key, compile_fn, record = None, verify_rate = 0.0, looked_up = false))]
+    /// under the lock, uncounted. `store_later`: what `compile_fn` returned is
+    /// stored on the cache's worker, after this returns; the key stays claimed
+    /// until it is (other processes wait for the entry, as this one's lookups
+    /// of the key do), and `settle()` waits for every such store: a process
+    /// that ends without it (`os._exit`) loses them.
+    #[pyo3(signature = (key, compile_fn, record = None, verify_rate = 0.0, looked_up = false,
+                        store_later = false))]
+    #[allow(clippy::too_many_arguments)]
     fn compile_once<'py>(
         slf: &Bound<'py, Self>,
         key: &str,
         compile_fn: Py<PyAny>,
-        record: Option<&str>,
+        record: Option<RecordArg>,
         verify_rate: f64,
         looked_up: bool,
+        store_later: bool,
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let py = slf.py();
         let this = slf.get();
         let verify_rate = audit::check_rate(verify_rate, "verify_rate")?;
         let key = this.stored_key(key)?;
-        let ingredients = this.ingredients(record)?;
+        let ingredients = this.ingredients(record.as_ref())?;
         let Some(tiered) = &this.tiered else {
             let value = compile_fn.call0(py)?.into_bound(py);
             return if value.is_none() {
@@ -539,12 +578,10 @@ impl Cache {
                 Ok(Some(value.cast_into::<PyBytes>()?))
             };
         };
-        let compile_once = |compile| match looked_up {
-            true => tiered.compile_after_miss(&key, &ingredients, this.lock_timeout, compile),
-            false => tiered.compile_once(&key, &ingredients, this.lock_timeout, compile),
-        };
-        let served = py.detach(|| {
-            compile_once(|| {
+        // The compile's own bytes object, returned as it is (no copy back).
+        let mut returned: Option<Py<PyBytes>> = None;
+        let attempt = py.detach(|| {
+            let compile = || {
                 Python::attach(|py| {
                     let value = compile_fn.call0(py).map_err(CompileError::Python)?;
                     if value.is_none(py) {
@@ -553,23 +590,54 @@ impl Cache {
                         )));
                     }
                     let bytes: Vec<u8> = value.extract(py).map_err(CompileError::Python)?;
+                    returned = value
+                        .cast_bound::<PyBytes>(py)
+                        .ok()
+                        .map(|b| b.clone().unbind());
                     Ok(Compiled::Success(bytes))
                 })
-            })
+            };
+            match looked_up {
+                true => tiered.compile_unstored(&key, this.lock_timeout, compile),
+                false => {
+                    this.background.settle_store(&key.to_string());
+                    tiered.compile_once_unstored(&key, this.lock_timeout, compile)
+                }
+            }
         });
+        let served = match attempt {
+            Ok(Attempt::Served(served)) => served,
+            Ok(Attempt::Compiled(compiled, unstored)) => {
+                let out = match (&compiled, returned) {
+                    (Compiled::Success(_), Some(own)) => Some(own.into_bound(py)),
+                    (Compiled::Success(bytes), None) => Some(PyBytes::new(py, bytes)),
+                    _ => None,
+                };
+                let tiered = Arc::clone(tiered);
+                let store = move || {
+                    tiered.store_compiled(unstored, &compiled, &entry_ingredients(ingredients))
+                };
+                // Later: on the worker, the claim held until it is stored, so the caller goes
+                // on now; other processes wait for the entry, and this one's lookups of the key.
+                py.detach(|| match store_later {
+                    true => this.background.submit_store(key.to_string(), store),
+                    false => store(),
+                });
+                return Ok(out);
+            }
+            Err(CompileError::Store(e)) => return Err(store_error(e)),
+            Err(CompileError::Python(e)) => return Err(e),
+        };
         match served {
-            Ok(Served::Cached(artefact)) if verify_rate > 0.0 => Ok(Some(audit::audit_hit(
+            Served::Cached(artefact) if verify_rate > 0.0 => Ok(Some(audit::audit_hit(
                 slf.as_any(),
                 &key.to_string(),
                 &artefact.bytes,
                 &compile_fn,
                 verify_rate,
             )?)),
-            Ok(Served::Cached(artefact)) => Ok(Some(PyBytes::new(py, &artefact.bytes))),
-            Ok(Served::Fresh(Compiled::Success(bytes))) => Ok(Some(PyBytes::new(py, &bytes))),
-            Ok(_) => Ok(None),
-            Err(CompileError::Store(e)) => Err(store_error(e)),
-            Err(CompileError::Python(e)) => Err(e),
+            Served::Cached(artefact) => Ok(Some(PyBytes::new(py, &artefact.bytes))),
+            _ => Ok(None),
         }
     }
 
@@ -580,8 +648,11 @@ impl Cache {
         let Some(tiered) = &self.tiered else {
             return Ok(());
         };
-        py.detach(|| tiered.local().mark_suspect(&key, reason))
-            .map_err(store_error)
+        py.detach(|| {
+            self.background.settle_store(&key.to_string());
+            tiered.local().mark_suspect(&key, reason)
+        })
+        .map_err(store_error)
     }
 
     /// Counts one hit audit in `cache stats`: an outcome named as in `AUDIT_OUTCOMES`.
@@ -606,6 +677,7 @@ impl Cache {
             ..ListFilter::module(key.name())
         };
         py.detach(|| {
+            self.background.settle();
             for entry in store.list(&filter)? {
                 if entry.digest == key.digest().as_str() {
                     continue;
@@ -623,7 +695,7 @@ impl Cache {
         .map_err(store_error)
     }
 
-    /// Explains the miss of `key` (whose key record, JSON, is `record`) against the nearest
+    /// Explains the miss of `key` (whose key record, JSON or handle, is `record`) against the nearest
     /// stored entry of its module, as `exec` does: counted by reason in `stats()`, and left in
     /// the lookup history with its cause for `report()`. Returns the explanation (or the
     /// cause in one line when there was nothing to compare), None when it cannot be told. With
@@ -634,25 +706,35 @@ impl Cache {
         &self,
         py: Python<'_>,
         key: &str,
-        record: &str,
+        record: RecordArg,
         wait: bool,
     ) -> PyResult<Option<String>> {
         let key = self.stored_key(key)?;
-        let mut record = parse_record("record", record)?;
-        record.xla_build = self.xla_build.get().cloned();
+        let record = record.record("record")?;
+        let build = self.xla_build.get().cloned();
         let Some(tiered) = &self.tiered else {
             return Ok(None);
+        };
+        // The record is copied (to name the build) where it is explained, off the caller's path.
+        let explain = move |store: &mck_store::Store| {
+            let mut record = Arc::unwrap_or_clone(record);
+            record.xla_build = build;
+            mck_exec::explain::explain_miss(store, &key, &record)
         };
         if !wait {
             let store = tiered.local_shared();
             py.detach(|| {
-                self.explaining.submit(move || {
-                    mck_exec::explain::explain_miss(&store, &key, &record);
+                self.background.submit(move || {
+                    explain(&store);
                 })
             });
             return Ok(None);
         }
-        let cause = py.detach(|| mck_exec::explain::explain_miss(tiered.local(), &key, &record));
+        // Against every entry this process stored before.
+        let cause = py.detach(|| {
+            self.background.settle();
+            explain(tiered.local())
+        });
         Ok(cause.map(|c| c.explanation.unwrap_or(c.detail)))
     }
 

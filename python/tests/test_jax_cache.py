@@ -383,3 +383,40 @@ def test_a_fresh_cache_directory_reads_no_library_the_user_already_digested(tmp_
     unusable = run(tmp_path, BUILD_NAMED, args=[str(tmp_path / "c")],
                    env={"XDG_CACHE_HOME": str(tmp_path / "not-a-dir")})
     assert unusable["read"] == first["read"] and unusable["build"] == first["build"]
+
+
+# multiprocessing children end with os._exit, past atexit: what their compiles left to be
+# stored must still be stored (install() in the parent and a forked child; in a spawned child).
+MULTIPROCESSING_CHILDREN = """
+import multiprocessing
+import mlir_cache_key.jax as mj
+
+KEYS = [f"jit_f-{i:064x}" for i in range(300)]
+
+def compile_some(cache_dir, part, install_here):
+    if install_here:
+        mj.install(cache_dir)
+    cache = mj.installed()
+    for key in KEYS[part::2]:
+        cache.compile_once(key, lambda: key.encode(), looked_up=True, store_later=True)
+
+if __name__ == "__main__":
+    cache_dir = sys.argv[1]
+    mj.install(cache_dir)
+    forked = multiprocessing.get_context("fork").Process(target=compile_some,
+                                                         args=(cache_dir, 0, False))
+    forked.start(); forked.join()
+    spawned = multiprocessing.get_context("spawn").Process(target=compile_some,
+                                                           args=(cache_dir, 1, True))
+    spawned.start(); spawned.join()
+    cache = mj.installed()
+    stored = [key for key in KEYS if cache.get(key) == key.encode()]
+    report(codes=[forked.exitcode, spawned.exitcode], stored=len(stored),
+           missing=[KEYS.index(k) for k in KEYS if k not in stored][:10])
+"""
+
+
+def test_multiprocessing_children_store_what_they_compiled(tmp_path, cache_dir):
+    result = run(tmp_path, MULTIPROCESSING_CHILDREN, args=[str(cache_dir)])
+    assert result["codes"] == [0, 0]
+    assert result["stored"] == 300, f"entries lost at a child's exit: {result['missing']}"

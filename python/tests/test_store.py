@@ -198,3 +198,24 @@ def test_cli_reads_what_python_wrote(tmp_path):
                          capture_output=True, text=True)
     assert "custom_hook" in why.stdout, why.stderr
     assert mck.why(old["record"], new["record"]).strip() in why.stdout
+
+
+def test_a_later_store_is_seen_by_this_process_at_once_and_by_others_once_settled(tmp_path):
+    """`compile_once(store_later=True)` (JAX's path) returns before its entry is stored: this
+    process's lookups of the key wait for that store, a record handle is stored as its JSON
+    would be, and after `settle()` another cache over the directory sees every entry."""
+    cache = mck.Cache(tmp_path)
+    keys = [f"jit_f-{i:064x}" for i in range(200)]
+    handle = mck.key_from_parts(b"module bytes", "jit_f", compiler_version="0.12.0.1",
+                                platform="cpu", platform_version="cpu", lazy_record=True)
+    for i, key in enumerate(keys):
+        value = f"compiled {i}".encode()
+        assert cache.compile_once(key, lambda: value, handle["record"], store_later=True) == value
+        assert cache.get(key) == value, f"the lookup right after {key} did not wait for its store"
+    cache.settle()
+    other = mck.Cache(tmp_path)
+    assert [other.get(k) for k in keys] == [f"compiled {i}".encode() for i in range(200)]
+    assert other.stats()["entries"] == 200
+    stored = json.loads(other.nearest_record("jit_f-" + "ee" * 32))
+    assert stored.pop("compile_ms", None) is not None
+    assert stored == json.loads(handle["record"].json()), "the handle is stored as its JSON"

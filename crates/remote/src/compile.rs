@@ -15,7 +15,7 @@ use mck_store::{
     Artefact, CacheKey, CachedFailure, EntryState, Failure, Lookup, PutOutcome, StoreError,
 };
 
-use crate::chain::{Claim, Tiered};
+use crate::chain::{Claim, CompileClaim, Tiered};
 
 /// What a compile function produced.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,10 +70,21 @@ impl Tiered {
         lock_timeout: Duration,
         compile: impl FnOnce() -> Result<Compiled, E>,
     ) -> Result<Served, E> {
+        let attempt = self.compile_once_unstored(key, lock_timeout, compile)?;
+        Ok(self.finish(attempt, ingredients))
+    }
+
+    /// [`Tiered::compile_once`] up to the store, as [`Tiered::compile_unstored`].
+    pub fn compile_once_unstored<E: From<StoreError>>(
+        &self,
+        key: &CacheKey,
+        lock_timeout: Duration,
+        compile: impl FnOnce() -> Result<Compiled, E>,
+    ) -> Result<Attempt, E> {
         if let Some(found) = cached(self.get(key)?) {
-            return Ok(found);
+            return Ok(Attempt::Served(found));
         }
-        self.compile_after_miss(key, ingredients, lock_timeout, compile)
+        self.compile_unstored(key, lock_timeout, compile)
     }
 
     /// [`Tiered::compile_once`] after the caller's own lookup missed (e.g. [`Tiered::get_to`]).
@@ -84,32 +95,77 @@ impl Tiered {
         lock_timeout: Duration,
         compile: impl FnOnce() -> Result<Compiled, E>,
     ) -> Result<Served, E> {
-        if self.local().is_read_only() {
-            // No lock to take and nowhere to store: compile, and serve what it made.
-            let compiled = compile()?;
-            info!("the cache is read-only: the result of {key} is not stored");
-            return Ok(Served::Fresh(compiled));
+        let attempt = self.compile_unstored(key, lock_timeout, compile)?;
+        Ok(self.finish(attempt, ingredients))
+    }
+
+    /// What an attempt serves, once its compile (if any) is stored.
+    fn finish(&self, attempt: Attempt, ingredients: &Value) -> Served {
+        match attempt {
+            Attempt::Served(served) => served,
+            Attempt::Compiled(compiled, unstored) => {
+                self.store_compiled(unstored, &compiled, ingredients);
+                Served::Fresh(compiled)
+            }
         }
-        let claim = match self.claim(key, lock_timeout)? {
-            Claim::Found(found) => match cached(found) {
-                Some(found) => return Ok(found),
-                None => None,
+    }
+
+    /// The first half of [`Tiered::compile_after_miss`]: claims `key` and compiles, or serves
+    /// what arrived while it waited. A compile's result is not stored yet: the caller hands it
+    /// to [`Tiered::store_compiled`] (on another thread, say, so that the compile's caller goes
+    /// on at once); until then the claim is held, so other processes wait for the entry rather
+    /// than compile it again.
+    pub fn compile_unstored<E: From<StoreError>>(
+        &self,
+        key: &CacheKey,
+        lock_timeout: Duration,
+        compile: impl FnOnce() -> Result<Compiled, E>,
+    ) -> Result<Attempt, E> {
+        let claim = match self.local().is_read_only() {
+            // No lock to take and nowhere to store.
+            true => None,
+            false => match self.claim(key, lock_timeout)? {
+                Claim::Found(found) => match cached(found) {
+                    Some(found) => return Ok(Attempt::Served(found)),
+                    None => None,
+                },
+                Claim::Compile(claim) => Some(claim),
             },
-            Claim::Compile(claim) => Some(claim),
         };
         let started = std::time::Instant::now();
         let compiled = compile()?;
+        let unstored = Unstored {
+            key: key.clone(),
+            claim,
+            compile_time: started.elapsed(),
+        };
+        Ok(Attempt::Compiled(compiled, unstored))
+    }
+
+    /// Stores what [`Tiered::compile_unstored`] compiled (or remembers the failure) with
+    /// `ingredients` (the key's readable record), then releases the claim. Failing to store
+    /// is logged: the compile's result is good all the same.
+    pub fn store_compiled(&self, unstored: Unstored, compiled: &Compiled, ingredients: &Value) {
+        let Unstored {
+            key,
+            claim,
+            compile_time,
+        } = unstored;
+        if self.local().is_read_only() {
+            info!("the cache is read-only: the result of {key} is not stored");
+            return;
+        }
         // What each later hit saves (the history's `saved_ms`).
-        let ingredients = &with_compile_time(ingredients, started.elapsed());
-        match &compiled {
-            Compiled::Success(bytes) => match self.put(key, bytes, ingredients) {
+        let ingredients = &with_compile_time(ingredients, compile_time);
+        match compiled {
+            Compiled::Success(bytes) => match self.put(&key, bytes, ingredients) {
                 Ok(PutOutcome::Stored { path, .. }) => {
                     info!("Stored the artefact at {}", path.display())
                 }
                 Ok(PutOutcome::KeptExisting { .. }) => {}
                 Err(e) => warn!("could not store the artefact of {key}: {e}"),
             },
-            Compiled::Failed(failure) => match self.put_failure(key, failure, ingredients) {
+            Compiled::Failed(failure) => match self.put_failure(&key, failure, ingredients) {
                 Ok(PutOutcome::Stored { path, .. }) => {
                     info!("Stored the failed compilation at {}", path.display())
                 }
@@ -121,8 +177,25 @@ impl Tiered {
             }
         }
         drop(claim);
-        Ok(Served::Fresh(compiled))
     }
+}
+
+/// What [`Tiered::compile_unstored`] did.
+#[derive(Debug)]
+pub enum Attempt {
+    /// Another process or host stored the result while we waited.
+    Served(Served),
+    /// Compiled here; [`Tiered::store_compiled`] stores it and releases the claim.
+    Compiled(Compiled, Unstored),
+}
+
+/// A compile's result not yet stored: the claim on its key (held until it is) and how long the
+/// compile took.
+#[derive(Debug)]
+pub struct Unstored {
+    key: CacheKey,
+    claim: Option<CompileClaim>,
+    compile_time: Duration,
 }
 
 fn cached(lookup: Lookup) -> Option<Served> {

@@ -42,7 +42,7 @@ pub use backend::{Backend, OpenTier, Parsed, UrlError};
 pub use backends::PART_BYTES;
 pub use breaker::{Breaker, marked_down_until, state_file_name};
 pub use chain::{Claim, CompileClaim, Tiered};
-pub use compile::{Compiled, Served};
+pub use compile::{Attempt, Compiled, Served, Unstored};
 pub use credentials::Credentials;
 pub use error::{RemoteError, ServiceError, one_line, show_ms};
 pub use receive::{Digests, Received};

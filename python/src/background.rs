@@ -1,0 +1,222 @@
+//! The work a lookup leaves behind, done off the compile's path: explaining a miss
+//! (`explain_miss(..., wait=False)`), storing what a compile produced (`compile_once`), counting
+//! a prefetched hit (`count_hit`). One worker thread per cache, started on first need and fed
+//! through a bounded queue in order, so a miss pays a send, not a thread's start, and a miss is
+//! explained against every entry stored before it. `settle` waits until everything queued is
+//! done; `settle_store(key)` until the store of one key is (a lookup of that key in this process
+//! must see it). A process forked from one with a worker starts its own (the worker is not
+//! copied by `fork`), and does not wait for what its parent queued.
+
+use std::collections::HashMap;
+use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Queued jobs wait here; a full queue makes the next submitter wait for a free slot.
+const QUEUED: usize = 256;
+
+#[derive(Default)]
+pub struct Background {
+    /// The worker's queue and the process that started it.
+    queue: Mutex<Option<(u32, SyncSender<Job>)>>,
+    pending: Arc<Pending>,
+}
+
+/// Jobs submitted and not yet finished, and among them the stores, by key.
+#[derive(Default)]
+struct Pending {
+    counts: Mutex<Counts>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Counts {
+    jobs: usize,
+    stores: HashMap<String, usize>,
+}
+
+impl Pending {
+    fn lock(&self) -> MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One job fewer (and one store of `key` fewer); wakes those settling.
+    fn finished(&self, key: Option<&str>) {
+        let mut counts = self.lock();
+        counts.jobs = counts.jobs.saturating_sub(1);
+        if let Some(key) = key
+            && let Some(n) = counts.stores.get_mut(key)
+        {
+            *n -= 1;
+            if *n == 0 {
+                counts.stores.remove(key);
+            }
+        }
+        self.changed.notify_all();
+    }
+
+    fn wait_until(&self, done: impl Fn(&Counts) -> bool) {
+        let mut counts = self.lock();
+        while !done(&counts) {
+            counts = self.changed.wait(counts).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl Background {
+    /// Runs `job` on the worker. A worker that cannot be started runs it here instead.
+    pub fn submit(&self, job: impl FnOnce() + Send + 'static) {
+        self.send(None, Box::new(job));
+    }
+
+    /// Runs `store` (which stores `key`'s entry) on the worker; until it has run,
+    /// `settle_store(key)` waits.
+    pub fn submit_store(&self, key: String, store: impl FnOnce() + Send + 'static) {
+        self.send(Some(key), Box::new(store));
+    }
+
+    fn send(&self, key: Option<String>, job: Job) {
+        let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let pid = std::process::id();
+        if queue
+            .as_ref()
+            .is_none_or(|(started_by, _)| *started_by != pid)
+        {
+            // None yet, or a forked child's: what the parent queued is the parent's to finish.
+            *self.pending.lock() = Counts::default();
+            *queue = self.start().map(|sender| (pid, sender));
+        }
+        let Some((_, sender)) = queue.as_ref() else {
+            drop(queue);
+            return job();
+        };
+        {
+            let mut counts = self.pending.lock();
+            counts.jobs += 1;
+            if let Some(key) = &key {
+                *counts.stores.entry(key.clone()).or_default() += 1;
+            }
+        }
+        let pending = Arc::clone(&self.pending);
+        let job: Job = Box::new(move || {
+            // A job that panics is one lost explanation or entry, not a lost worker.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            pending.finished(key.as_deref());
+        });
+        if let Err(refused) = sender.send(job) {
+            // The worker is gone: done here, and a new worker for the next job.
+            *queue = None;
+            drop(queue);
+            (refused.0)();
+        }
+    }
+
+    /// Waits until every job this process submitted has finished.
+    pub fn settle(&self) {
+        if self.forked() {
+            return;
+        }
+        self.pending.wait_until(|counts| counts.jobs == 0);
+    }
+
+    /// Waits until every store of `key` this process submitted has finished.
+    pub fn settle_store(&self, key: &str) {
+        if self.forked() {
+            return;
+        }
+        self.pending
+            .wait_until(|counts| !counts.stores.contains_key(key));
+    }
+
+    /// True in a process forked from the one that started the worker: the jobs counted are
+    /// the parent's, not ours to wait for.
+    fn forked(&self) -> bool {
+        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        queue
+            .as_ref()
+            .is_some_and(|(started_by, _)| *started_by != std::process::id())
+    }
+
+    fn start(&self) -> Option<SyncSender<Job>> {
+        let (sender, jobs) = sync_channel::<Job>(QUEUED);
+        std::thread::Builder::new()
+            .name("mck-background".into())
+            .spawn(move || {
+                for job in jobs {
+                    job();
+                }
+            })
+            .ok()
+            .map(|_| sender)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    #[test]
+    fn settle_waits_for_every_job_and_a_panicking_one_loses_only_itself() {
+        let background = Background::default();
+        let done = Arc::new(AtomicUsize::new(0));
+        for i in 0..50 {
+            let done = Arc::clone(&done);
+            background.submit(move || {
+                std::thread::sleep(Duration::from_millis(1));
+                assert!(i != 7, "a job that panics");
+                done.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        background.settle();
+        assert_eq!(done.load(Ordering::SeqCst), 49);
+        let thread = std::thread::current().id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        background.submit(move || tx.send(std::thread::current().id()).unwrap());
+        background.settle();
+        assert_ne!(
+            rx.recv().unwrap(),
+            thread,
+            "jobs run on the worker, not the caller"
+        );
+    }
+
+    #[test]
+    fn settling_a_store_waits_for_that_key_only_and_jobs_run_in_order() {
+        let background = Background::default();
+        let (release_a, a_may_finish) = std::sync::mpsc::channel::<()>();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&order);
+        background.submit_store("a".into(), move || {
+            a_may_finish.recv().unwrap();
+            seen.lock().unwrap().push("a");
+        });
+        let seen = Arc::clone(&order);
+        background.submit(move || seen.lock().unwrap().push("explain"));
+        // Nothing of "b" is queued: no wait, though "a" is stuck.
+        background.settle_store("b");
+        let waiter = {
+            let order = Arc::clone(&order);
+            let background = Arc::new(background);
+            let settling = Arc::clone(&background);
+            let handle = std::thread::spawn(move || {
+                settling.settle_store("a");
+                order.lock().unwrap().clone()
+            });
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!handle.is_finished(), "settle_store(a) waits for a's store");
+            release_a.send(()).unwrap();
+            let seen_by_waiter = handle.join().unwrap();
+            background.settle();
+            seen_by_waiter
+        };
+        assert_eq!(waiter.first(), Some(&"a"), "a's store had run");
+        assert_eq!(
+            *order.lock().unwrap(),
+            vec!["a", "explain"],
+            "in submission order"
+        );
+    }
+}
