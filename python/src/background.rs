@@ -1,11 +1,13 @@
 //! The work a lookup leaves behind, done off the compile's path: explaining a miss
 //! (`explain_miss(..., wait=False)`), storing what a compile produced (`compile_once`), counting
-//! a prefetched hit (`count_hit`). One worker thread per cache, started on first need and fed
-//! through a bounded queue in order, so a miss pays a send, not a thread's start, and a miss is
-//! explained against every entry stored before it. `settle` waits until everything queued is
-//! done; `settle_store(key)` until the store of one key is (a lookup of that key in this process
-//! must see it). A process forked from one with a worker starts its own (the worker is not
-//! copied by `fork`), and does not wait for what its parent queued.
+//! a miss (`Store::count_misses_later`) or a prefetched hit (`count_hit`). One worker thread per
+//! cache, started on first need and fed through a bounded queue in order, so a miss pays a send,
+//! not a thread's start, and a miss is explained against every entry stored before it. The
+//! worker runs at a lower priority than its callers (`mck_store::lower_current_thread`). `settle`
+//! waits until everything queued is done; `settle_store(key)` until the store of one key is (a
+//! lookup of that key in this process must see it). A process forked from one with a worker
+//! starts its own (the worker is not copied by `fork`), and does not wait for what its parent
+//! queued.
 
 use std::collections::HashMap;
 use std::sync::mpsc::{SyncSender, sync_channel};
@@ -143,6 +145,8 @@ impl Background {
         std::thread::Builder::new()
             .name("mck-background".into())
             .spawn(move || {
+                // Its jobs were handed off so that the caller goes on: it must not preempt it.
+                mck_store::lower_current_thread();
                 for job in jobs {
                     job();
                 }
@@ -180,6 +184,36 @@ mod tests {
             rx.recv().unwrap(),
             thread,
             "jobs run on the worker, not the caller"
+        );
+    }
+
+    /// The calling thread's nice value and scheduling policy, from /proc.
+    fn nice_and_policy() -> (i64, i64) {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        // After the command name: fields 3 onwards; nice is field 19, the policy field 41.
+        let fields: Vec<i64> = stat[stat.rfind(')').unwrap() + 2..]
+            .split(' ')
+            .map(|f| f.trim().parse().unwrap_or(-1))
+            .collect();
+        (fields[19 - 3], fields[41 - 3])
+    }
+
+    #[test]
+    fn the_worker_gives_way_to_the_callers_thread() {
+        const SCHED_BATCH: i64 = 3;
+        let background = Background::default();
+        let (tx, rx) = std::sync::mpsc::channel();
+        background.submit(move || tx.send(nice_and_policy()).unwrap());
+        background.settle();
+        let (caller_nice, caller_policy) = nice_and_policy();
+        let (worker_nice, worker_policy) = rx.recv().unwrap();
+        assert_eq!(
+            worker_policy, SCHED_BATCH,
+            "the caller's is {caller_policy}"
+        );
+        assert!(
+            worker_nice > caller_nice,
+            "worker nice {worker_nice}, caller's {caller_nice}"
         );
     }
 

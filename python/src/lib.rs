@@ -293,8 +293,8 @@ struct Cache {
     xla_build: std::sync::OnceLock<String>,
     /// How many of its library files naming it read (`xla_build_files_read`).
     xla_build_files_read: std::sync::atomic::AtomicUsize,
-    /// Misses being explained and entries being stored, off the compile's path.
-    background: background::Background,
+    /// Misses being counted and explained and entries being stored, off the compile's path.
+    background: Arc<background::Background>,
 }
 
 /// A size: a byte count (int) or a string such as "10G".
@@ -394,13 +394,28 @@ impl Cache {
             .detach(|| mck_runs::open_cache(&all, mck_runs::Purpose::Compile))
             .map_err(runs_error)?
             .map(Arc::new);
+        let background = Arc::new(background::Background::default());
+        if let Some(tiered) = &tiered {
+            // A miss is counted on the worker, as a prefetched hit is: the lookup only reads.
+            // `settle()` (and so `stats()`, `report()`) waits for the counts.
+            let store = Arc::downgrade(&tiered.local_shared());
+            let worker = Arc::clone(&background);
+            tiered.local().count_misses_later(Box::new(move |count| {
+                let store = store.clone();
+                worker.submit(move || {
+                    if let Some(store) = store.upgrade() {
+                        count(&store)
+                    }
+                })
+            }));
+        }
         Ok(Cache {
             tiered,
             settings: all.store,
             lock_timeout,
             xla_build: std::sync::OnceLock::new(),
             xla_build_files_read: std::sync::atomic::AtomicUsize::new(0),
-            background: background::Background::default(),
+            background,
         })
     }
 

@@ -41,6 +41,8 @@ impl Backfills {
         let spawned = thread::Builder::new()
             .name("mck-backfill".to_owned())
             .spawn(move || {
+                // The lookup that found the remote hit goes on meanwhile.
+                mck_store::lower_current_thread();
                 if let Some(job) = take(&theirs) {
                     job()
                 }

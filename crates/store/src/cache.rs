@@ -11,7 +11,7 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -82,6 +82,21 @@ pub enum PutOutcome {
     KeptExisting { path: PathBuf },
 }
 
+/// The counting a lookup leaves for later: run with the store it came from.
+pub type CountJob = Box<dyn FnOnce(&Store) + Send>;
+
+/// Where a store hands its [`CountJob`]s (see [`Store::count_misses_later`]).
+pub type CountLater = Box<dyn Fn(CountJob) + Send + Sync>;
+
+/// A miss as counted: in the index, and as a line of the history at the lookup's time.
+struct Miss {
+    key: String,
+    digest: Digest,
+    gone: bool,
+    corrupt: bool,
+    t: UnixMillis,
+}
+
 /// A persistent cache directory.
 pub struct Store {
     settings: Settings,
@@ -91,6 +106,8 @@ pub struct Store {
     /// Who tells eviction which entries are referenced elsewhere (run records).
     pins: Option<Arc<dyn Pins>>,
     history: History,
+    /// Set by an embedder with a worker thread: misses are counted there.
+    count_later: OnceLock<CountLater>,
 }
 
 impl std::fmt::Debug for Store {
@@ -137,6 +154,7 @@ impl Store {
             index: Mutex::new(index),
             pins: None,
             history,
+            count_later: OnceLock::new(),
         })
     }
 
@@ -177,16 +195,41 @@ impl Store {
         self.history.record(self.now(), what);
     }
 
+    /// Hands the counting of every later miss (a transaction on the index, a line of the
+    /// history) to `defer`, which runs it off the lookup's path and in order: an embedder's
+    /// worker, whose settling then makes `stats` whole. A miss is then as cheap as a hit,
+    /// whose use is only appended to a log. Set once: later calls are ignored.
+    pub fn count_misses_later(&self, defer: CountLater) {
+        let _ = self.count_later.set(defer);
+    }
+
     /// Counts a miss of `key` (given as text: a damaged entry found by digest alone names no
     /// module) in the index and the history; `gone`: the entry's row goes too.
     pub(super) fn count_miss(&self, key: &str, digest: &Digest, gone: bool, corrupt: bool) {
-        self.index_best_effort("record a miss", |ix| {
-            ix.record_miss(digest.as_str(), gone, corrupt)
-        });
-        self.record_event(What::Miss {
+        let miss = Miss {
             key: key.to_owned(),
+            digest: digest.clone(),
+            gone,
             corrupt,
+            t: self.now(),
+        };
+        match self.count_later.get() {
+            Some(defer) => defer(Box::new(move |store: &Store| store.record_miss(miss))),
+            None => self.record_miss(miss),
+        }
+    }
+
+    fn record_miss(&self, miss: Miss) {
+        self.index_best_effort("record a miss", |ix| {
+            ix.record_miss(miss.digest.as_str(), miss.t, miss.gone, miss.corrupt)
         });
+        self.history.record(
+            miss.t,
+            What::Miss {
+                key: miss.key,
+                corrupt: miss.corrupt,
+            },
+        );
     }
 
     /// The store's clock.

@@ -390,11 +390,13 @@ impl Index {
         tx.commit()
     }
 
-    /// A miss: bump `misses` (and `corrupt` when the entry was quarantined) and drop a row whose
-    /// file is gone.
+    /// A miss seen at `seen_at`: bump `misses` (and `corrupt` when the entry was quarantined)
+    /// and drop a row whose file was gone then (`drop_row`). A row written since (in the same
+    /// millisecond too) may be a writer's new entry, for a miss is counted late: it stays.
     pub fn record_miss(
         &mut self,
         digest: &str,
+        seen_at: UnixMillis,
         drop_row: bool,
         corrupt: bool,
     ) -> rusqlite::Result<()> {
@@ -403,7 +405,10 @@ impl Index {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         if drop_row {
-            tx.execute("DELETE FROM entries WHERE digest = ?1", [digest])?;
+            tx.execute(
+                "DELETE FROM entries WHERE digest = ?1 AND created < ?2",
+                rusqlite::params![digest, seen_at],
+            )?;
         }
         bump(&tx, Counter::Misses, 1)?;
         if corrupt {

@@ -21,6 +21,7 @@
 //!   entries a hit audit caught (kept, never served) and the audit counters;
 //! - `history`: the lookup history a report reads (a line per hit, miss, cause, store,
 //!   eviction and remote answer);
+//! - `background_thread`: threads doing handed-off work give way to their callers;
 //! - `clock`: injectable time; `fsutil`: no-follow opens and ownership checks;
 //! - `sqlite`: busy and corruption handling shared by every SQLite file of the cache;
 //! - `stream`: a hit streamed to a file; `stream_put`: a file stored without reading it whole;
@@ -28,6 +29,7 @@
 //!   prefetches), and the prefetch counters.
 
 mod atomic;
+mod background_thread;
 mod cache;
 mod clock;
 mod entry;
@@ -56,7 +58,8 @@ mod transfer;
 mod uses;
 
 pub use atomic::{OUTPUT_TMP_PREFIX, write_file, write_hit_output};
-pub use cache::{Artefact, CachedFailure, Lookup, PutOutcome, Store};
+pub use background_thread::lower_current_thread;
+pub use cache::{Artefact, CachedFailure, CountJob, CountLater, Lookup, PutOutcome, Store};
 pub use clock::{Clock, ManualClock, SystemClock, UnixMillis};
 pub use entry::{
     DecodeError, EntryMeta, EntryState, Failure, UnknownEntryState, decode_digested, encode_prefix,

@@ -56,6 +56,66 @@ fn miss_then_put_then_hit() {
     assert_eq!(json["hits"], 1);
 }
 
+/// Misses handed to a worker (`count_misses_later`) are counted when it runs them, at the
+/// lookup's time; a late count drops a row whose file was gone at the lookup, never one that
+/// another writer stored after it.
+#[test]
+fn a_miss_counted_later_counts_once_run_at_its_own_time_and_spares_newer_rows() {
+    let (dir, c, store) = fresh();
+    let jobs: Arc<std::sync::Mutex<Vec<mck_store::CountJob>>> = Arc::default();
+    let queue = Arc::clone(&jobs);
+    store.count_misses_later(Box::new(move |job| queue.lock().unwrap().push(job)));
+    let run_jobs = |store: &Store| {
+        for job in jobs.lock().unwrap().drain(..) {
+            job(store)
+        }
+    };
+    let misses_in_history = || {
+        mck_store::history::read_history(&dir.path().join("v1"), 0)
+            .unwrap()
+            .events
+            .into_iter()
+            .filter(|e| matches!(e.what, mck_store::history::What::Miss { .. }))
+            .map(|e| e.t)
+            .collect::<Vec<_>>()
+    };
+    // A stale row: its file removed behind the store's back.
+    let stale = key("jit_stale", "a");
+    let PutOutcome::Stored { path, .. } = store.put(&stale, b"old", &json!({})).unwrap() else {
+        panic!("not stored")
+    };
+    fs::remove_file(&path).unwrap();
+    c.advance(Duration::from_secs(1));
+    let raced = key("jit_raced", "b");
+    assert_eq!(store.get(&stale).unwrap(), Lookup::Miss);
+    assert_eq!(store.get(&raced).unwrap(), Lookup::Miss);
+    let at_once = key("jit_at_once", "c");
+    assert_eq!(store.get(&at_once).unwrap(), Lookup::Miss);
+    assert_eq!(jobs.lock().unwrap().len(), 3, "every miss was handed off");
+    assert_eq!(
+        store.stats().unwrap().misses,
+        0,
+        "not counted on the lookup's path"
+    );
+    assert_eq!(misses_in_history(), Vec::<i64>::new());
+    // Stored in the lookup's millisecond, then by another writer seconds later, both before
+    // the worker counts the misses.
+    store.put(&at_once, b"at once", &json!({})).unwrap();
+    c.advance(Duration::from_secs(5));
+    store.put(&raced, b"new", &json!({})).unwrap();
+    run_jobs(&store);
+    let s = store.stats().unwrap();
+    assert_eq!(
+        (s.misses, s.entries),
+        (3, 2),
+        "the stale row went, the newer ones stayed"
+    );
+    assert_eq!(hit_bytes(&store, &raced).unwrap(), b"new");
+    assert_eq!(hit_bytes(&store, &at_once).unwrap(), b"at once");
+    let lookup_time = T0 + 1_000;
+    assert_eq!(misses_in_history(), vec![lookup_time; 3]);
+}
+
 #[test]
 fn same_digest_other_name_is_a_miss() {
     let (_dir, _c, store) = fresh();
