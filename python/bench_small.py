@@ -8,14 +8,19 @@ same N programs again (warm: N hits). Each process times its own loop (from the 
 last result), and `install()` (ours) alone. Ratios are ours / JAX's per round, then their median.
 
 Run with a test venv: `target/py-matrix/0.12.0.1/bin/python python/bench_small.py [--programs N]
-[--rounds R] [--profile] [--no-prefetch] [--shape mlp] [--per-call]`. Prints Markdown.
+[--rounds R] [--profile] [--no-prefetch] [--shape mlp] [--per-call] [--variants]`. Prints
+Markdown.
 "ours" is `install()` as it comes (prefetch "auto"); `--no-prefetch`: ours with
 `install(prefetch=False)` too. `--shape mlp`: larger programs (a 6-layer
 tanh MLP with a gradient, 64×64 weights), nearer a test suite's. `--per-call`: also each
 process's median key (`get_cache_key`) and lookup (`_cache_read`; a hit's includes reading,
 decompressing and deserializing) inside JAX, and the whole cached compile
-(`compile_or_get_cached`) beside the XLA compile in it: their difference is the cache's share. `--profile` also runs one cold and one warm
-process of ours under cProfile and prints where the time went.
+(`compile_or_get_cached`) beside the XLA compile in it: their difference is the cache's share.
+`--variants` adds "jax-imported" (JAX's cache with `mlir_cache_key.jax` imported, nothing
+installed), "ours-no-explain" (`install(prefetch=False, explain=False)`) and "ours-store-inline"
+(`install(prefetch=False)`, each entry stored before JAX gets its executable): whether a cold
+run's time moves with our package, our explanations or our worker. `--profile` also runs one
+cold and one warm process of ours under cProfile and prints where the time went.
 """
 
 from __future__ import annotations
@@ -41,11 +46,21 @@ jax.config.update("jax_compilation_cache_dir", spec["dir"])
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 install_ms = None
+if spec.get("import_only"):  # JAX's cache, with our package loaded (and nothing installed)
+    import mlir_cache_key.jax
 if spec["cache"] == "ours":
     import mlir_cache_key.jax as mj
     start = time.perf_counter()
-    mj.install(spec["dir"], prefetch=spec["prefetch"])
+    mj.install(spec["dir"], prefetch=spec["prefetch"], explain=spec["explain"])
     install_ms = (time.perf_counter() - start) * 1e3
+    if spec["store_inline"]:  # each entry stored before JAX gets its executable
+        cache = mj._state.cache
+        class Inline:
+            def __getattr__(self, name):
+                return getattr(cache, name)
+            def compile_once(self, *args, **kwargs):
+                return cache.compile_once(*args, **dict(kwargs, store_later=False))
+        mj._state.cache = Inline()
 calls = {"get_cache_key": [], "_cache_read": [], "compile_or_get_cached": [],
          "backend_compile_and_load": []}
 if spec.get("per_call"):  # the key, and the lookup (a hit: read, decompress, deserialize)
@@ -103,10 +118,15 @@ print("RESULT " + json.dumps({"loop_s": loop_s, "install_ms": install_ms, "total
 """
 
 
+# The variants `--variants` adds, beside "jax" and "ours": where a cold run's time goes.
+VARIANTS = ("jax-imported", "ours-no-explain", "ours-store-inline")
+
+
 def child(cache: str, directory: str, args, profile: bool = False) -> dict:
-    spec = {"cache": "ours" if cache.startswith("ours") else cache, "dir": directory,
+    spec = {"cache": "ours" if cache.startswith("ours") else "jax", "dir": directory,
             "programs": args.programs, "profile": profile, "prefetch": "auto" if cache == "ours" else False,
-            "shape": args.shape, "per_call": args.per_call}
+            "shape": args.shape, "per_call": args.per_call, "import_only": cache == "jax-imported",
+            "explain": cache != "ours-no-explain", "store_inline": cache == "ours-store-inline"}
     done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(spec)], capture_output=True,
                           text=True, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin",
                                                  "HOME": os.environ.get("HOME", "/")})
@@ -130,8 +150,12 @@ def main() -> None:
                         help="tanh: a 16-element tanh each; mlp: a 6-layer MLP with a gradient")
     parser.add_argument("--per-call", action="store_true",
                         help="also time each key and lookup inside JAX (µs, medians)")
+    parser.add_argument("--variants", action="store_true",
+                        help="also JAX's cache with our package imported, and ours without "
+                             "prefetch and explanations, or storing before JAX gets its executable")
     args = parser.parse_args()
-    caches = ["jax", "ours"] + (["ours-no-prefetch"] if args.no_prefetch else [])
+    caches = (["jax", "ours"] + (["ours-no-prefetch"] if args.no_prefetch else [])
+              + (list(VARIANTS) if args.variants else []))
     runs = {(c, phase): [] for c in caches for phase in ("cold", "warm")}
     installs = {"cold": [], "warm": []}
     per_call = {key: [] for key in runs}

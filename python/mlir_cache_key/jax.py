@@ -564,11 +564,18 @@ class _ForkToken:  # multiprocessing's after-fork hooks are keyed by a live obje
 _FORK_TOKEN = _ForkToken()
 
 
+_settled_by_multiprocessing_in = None  # the process whose finalizer is registered
+
+
 def _settle_at_multiprocessing_exit() -> None:
     """multiprocessing ends its children with os._exit, past atexit: the entries a child's
-    compiles leave to be stored are settled by multiprocessing's own finalizers instead."""
+    compiles leave to be stored are settled by multiprocessing's own finalizers instead (one
+    per process, however often `install()` runs)."""
+    global _settled_by_multiprocessing_in
     mp = sys.modules.get("multiprocessing")
-    if mp is not None and mp.parent_process() is not None:
+    if (mp is not None and mp.parent_process() is not None
+            and _settled_by_multiprocessing_in != os.getpid()):
+        _settled_by_multiprocessing_in = os.getpid()
         mp.util.Finalize(None, _settle_at_exit, exitpriority=0)
 
 
