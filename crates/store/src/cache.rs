@@ -220,8 +220,10 @@ impl Store {
     }
 
     fn record_miss(&self, miss: Miss) {
+        // Counted late, a miss may find the entry stored since (by anyone): its row stays.
+        let gone = miss.gone && !self.layout.entry_path(&miss.digest).exists();
         self.index_best_effort("record a miss", |ix| {
-            ix.record_miss(miss.digest.as_str(), miss.t, miss.gone, miss.corrupt)
+            ix.record_miss(miss.digest.as_str(), gone, miss.corrupt)
         });
         self.history.record(
             miss.t,

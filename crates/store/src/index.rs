@@ -390,13 +390,11 @@ impl Index {
         tx.commit()
     }
 
-    /// A miss seen at `seen_at`: bump `misses` (and `corrupt` when the entry was quarantined)
-    /// and drop a row whose file was gone then (`drop_row`). A row written since (in the same
-    /// millisecond too) may be a writer's new entry, for a miss is counted late: it stays.
+    /// A miss: bump `misses` (and `corrupt` when the entry was quarantined) and drop a row whose
+    /// file is gone.
     pub fn record_miss(
         &mut self,
         digest: &str,
-        seen_at: UnixMillis,
         drop_row: bool,
         corrupt: bool,
     ) -> rusqlite::Result<()> {
@@ -405,10 +403,7 @@ impl Index {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         if drop_row {
-            tx.execute(
-                "DELETE FROM entries WHERE digest = ?1 AND created < ?2",
-                rusqlite::params![digest, seen_at],
-            )?;
+            tx.execute("DELETE FROM entries WHERE digest = ?1", [digest])?;
         }
         bump(&tx, Counter::Misses, 1)?;
         if corrupt {

@@ -57,8 +57,8 @@ fn miss_then_put_then_hit() {
 }
 
 /// Misses handed to a worker (`count_misses_later`) are counted when it runs them, at the
-/// lookup's time; a late count drops a row whose file was gone at the lookup, never one that
-/// another writer stored after it.
+/// lookup's time; a late count drops a row whose file is gone, never one that a writer stored
+/// after the lookup (in its millisecond too).
 #[test]
 fn a_miss_counted_later_counts_once_run_at_its_own_time_and_spares_newer_rows() {
     let (dir, c, store) = fresh();
