@@ -214,16 +214,18 @@ impl Store {
             t: self.now(),
         };
         match self.count_later.get() {
-            Some(defer) => defer(Box::new(move |store: &Store| store.record_miss(miss))),
+            Some(defer) => defer(Box::new(move |store: &Store| {
+                // Counted late: the entry may have been stored since (by anyone), its row with it.
+                let gone = miss.gone && !store.layout.entry_path(&miss.digest).exists();
+                store.record_miss(Miss { gone, ..miss })
+            })),
             None => self.record_miss(miss),
         }
     }
 
     fn record_miss(&self, miss: Miss) {
-        // Counted late, a miss may find the entry stored since (by anyone): its row stays.
-        let gone = miss.gone && !self.layout.entry_path(&miss.digest).exists();
         self.index_best_effort("record a miss", |ix| {
-            ix.record_miss(miss.digest.as_str(), gone, miss.corrupt)
+            ix.record_miss(miss.digest.as_str(), miss.gone, miss.corrupt)
         });
         self.history.record(
             miss.t,
