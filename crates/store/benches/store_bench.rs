@@ -1,4 +1,6 @@
-//! Store benchmark: put + evict, get, list and stats on caches of 1k, 10k and 100k entries, and
+//! Store benchmark: put + evict, get, list and stats on caches of 1k, 10k and 100k entries (half
+//! of them one module's, as a test suite's lambdas are: the newest 2 of that module are what a
+//! miss's explanation reads), and
 //! how each grows from 1k to 100k (it must grow no worse than logarithmically: the index makes
 //! every operation O(log n) in the number of entries, or O(result) for listings).
 //!
@@ -25,9 +27,16 @@ use sha2::{Digest as _, Sha256};
 
 const BATCHES: u64 = 7;
 
+/// Half the entries share one module name, as a test suite's many lambdas do.
+const SHARED_MODULE: &str = "jit__lambda";
+
 fn key(i: u64) -> CacheKey {
     let hex = hex::encode(Sha256::digest(i.to_le_bytes()));
-    match CacheKey::parse(&format!("jit_bench_{i}-{hex}")) {
+    let name = match i % 2 {
+        0 => SHARED_MODULE.to_owned(),
+        _ => format!("jit_bench_{i}"),
+    };
+    match CacheKey::parse(&format!("{name}-{hex}")) {
         Ok(k) => k,
         Err(e) => panic!("{e}"),
     }
@@ -231,6 +240,14 @@ fn ops(per_batch: u64) -> Vec<Op> {
         }),
         ("list 100 by name", per_batch / 4, |c| {
             list_100(c, SortBy::Name)
+        }),
+        ("newest 2 of a module", per_batch, |c| {
+            // What explaining a miss reads first: the module's most recently used entries.
+            let f = ListFilter {
+                limit: Some(2),
+                ..ListFilter::module(SHARED_MODULE)
+            };
+            black_box(c.store.list(&f).expect("list").len());
         }),
         ("stats", per_batch * 2, |c| {
             black_box(c.store.stats().expect("stats"));

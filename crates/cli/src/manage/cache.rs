@@ -44,6 +44,7 @@ pub fn run(command: Command, cache: &CacheOptions) -> Result<(), CliError> {
         } => {
             let filter = ListFilter {
                 name_glob: name,
+                name: None,
                 state: state(s),
                 sort: match sort {
                     SortArg::LastUse => SortBy::LastUsed,
