@@ -290,7 +290,17 @@ impl Index {
             )));
         }
         let populated = meta("populated")?.as_deref() == Some("1");
-        add_missing_indexes(&mut conn).map_err(classify)?;
+        // Without them listings only cost more: a write refused (a database this user may only
+        // read) or a busy timeout leaves them for the next open.
+        if let Err(e) = add_missing_indexes(&mut conn) {
+            if is_corruption(&e) {
+                return Err(OpenFailure::Unusable(e.to_string()));
+            }
+            tracing::debug!(
+                "cannot add the index's new indexes to {}: {e}",
+                path.display()
+            );
+        }
         // Its own damage is handled inside; anything else is an error, not a reason to rebuild
         // the index.
         events::attach(&mut conn, counters, file_mode).map_err(OpenFailure::Error)?;
@@ -898,6 +908,27 @@ mod tests {
         let listed = ix.list(&ListFilter::module("jit_f")).unwrap();
         assert_eq!(listed.len(), 1);
         assert!(plan(&ix, &ListFilter::module("jit_f")).contains("entries_by_name_last_used"));
+    }
+
+    /// Indexes that cannot be added (here a table holds the name) leave an index that opens and
+    /// lists as before, only by sorting.
+    #[test]
+    fn an_index_whose_added_indexes_cannot_be_made_still_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut ix, _) = open_in(dir.path());
+        ix.upsert(&named(1, "jit_f", 5), &[]).unwrap();
+        ix.conn
+            .execute_batch(
+                "DROP INDEX entries_by_name_last_used;
+                 CREATE TABLE entries_by_name_last_used(x);",
+            )
+            .unwrap();
+        drop(ix);
+        let (ix, populated) = open_in(dir.path());
+        assert!(!populated);
+        let listed = ix.list(&ListFilter::module("jit_f")).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert!(plan(&ix, &ListFilter::module("jit_f")).contains("TEMP B-TREE"));
     }
 
     #[test]
