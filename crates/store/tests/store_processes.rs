@@ -101,6 +101,7 @@ fn run_worker(mode: &str) -> Result<(), String> {
             let ms: u64 = env("STORE_TEST_TIMEOUT_MS")?
                 .parse()
                 .map_err(|_| "bad timeout")?;
+            say("WAITING");
             let t = Instant::now();
             match store
                 .lock_for_compile(&k, Duration::from_millis(ms))
@@ -363,6 +364,28 @@ fn wait_for_line(child: &mut Child, want: &str) {
     }
 }
 
+/// Reads `child`'s tagged output lines on a thread; returns once it has said `want`, with a
+/// handle to every line it said (`want` among them) when it ends.
+fn said_so_far(child: &mut Child, want: &str) -> thread::JoinHandle<Vec<String>> {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (said, heard) = std::sync::mpsc::channel();
+    let want = want.to_owned();
+    let lines = thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(line) = line.strip_prefix(TAG) {
+                if line == want {
+                    let _ = said.send(());
+                }
+                lines.push(line.to_owned());
+            }
+        }
+        lines
+    });
+    heard.recv().expect("the worker ended before saying it");
+    lines
+}
+
 /// `$NAME` parsed, or `default` when it is unset or does not parse.
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
     let parsed = std::env::var(name).ok().and_then(|v| v.parse().ok());
@@ -392,12 +415,15 @@ fn a_lock_holder_and_waiter(
 
 #[test]
 fn a_holder_killed_with_sigkill_releases_the_lock() {
-    let (_dir, k, mut holder, waiter) = a_lock_holder_and_waiter("jit_kill", "kill", "30000");
-    thread::sleep(Duration::from_millis(700));
+    let (_dir, k, mut holder, mut waiter) = a_lock_holder_and_waiter("jit_kill", "kill", "30000");
+    // The waiter has opened the store and is about to wait (however loaded the machine).
+    let said = said_so_far(&mut waiter, "WAITING");
+    thread::sleep(Duration::from_millis(300));
     let killed_at = Instant::now();
     holder.kill().unwrap(); // SIGKILL
     holder.wait().unwrap();
-    let (ok, lines, stderr) = finish(waiter);
+    let (ok, _, stderr) = finish(waiter);
+    let lines = said.join().unwrap();
     let after_kill = killed_at.elapsed();
     assert!(ok, "{lines:?}\n{stderr}");
     assert!(
