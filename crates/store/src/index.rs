@@ -875,19 +875,25 @@ mod tests {
         );
     }
 
+    /// An index in `dir` holding one row of module `jit_f`, its schema then changed by `sql`
+    /// (as an older release, or damage, left it).
+    fn with_one_row_then(dir: &Path, sql: &str) -> Index {
+        let (mut ix, _) = open_in(dir);
+        ix.upsert(&named(1, "jit_f", 5), &[]).unwrap();
+        ix.conn.execute_batch(sql).unwrap();
+        ix
+    }
+
     /// An index written before `entries_by_name_last_used` existed gets it at its next open, and
     /// loses the index it replaces; its rows are untouched.
     #[test]
     fn an_older_index_gets_the_added_indexes_when_opened() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut ix, _) = open_in(dir.path());
-        ix.upsert(&named(1, "jit_f", 5), &[]).unwrap();
-        ix.conn
-            .execute_batch(
-                "DROP INDEX entries_by_name_last_used;
-                 CREATE INDEX entries_by_name ON entries(name);",
-            )
-            .unwrap();
+        let ix = with_one_row_then(
+            dir.path(),
+            "DROP INDEX entries_by_name_last_used;
+             CREATE INDEX entries_by_name ON entries(name);",
+        );
         let indexes = |ix: &Index| -> Vec<String> {
             let mut stmt = ix
                 .conn
@@ -915,15 +921,11 @@ mod tests {
     #[test]
     fn an_index_whose_added_indexes_cannot_be_made_still_opens() {
         let dir = tempfile::tempdir().unwrap();
-        let (mut ix, _) = open_in(dir.path());
-        ix.upsert(&named(1, "jit_f", 5), &[]).unwrap();
-        ix.conn
-            .execute_batch(
-                "DROP INDEX entries_by_name_last_used;
-                 CREATE TABLE entries_by_name_last_used(x);",
-            )
-            .unwrap();
-        drop(ix);
+        drop(with_one_row_then(
+            dir.path(),
+            "DROP INDEX entries_by_name_last_used;
+             CREATE TABLE entries_by_name_last_used(x);",
+        ));
         let (ix, populated) = open_in(dir.path());
         assert!(!populated);
         let listed = ix.list(&ListFilter::module("jit_f")).unwrap();
