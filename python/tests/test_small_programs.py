@@ -4,8 +4,10 @@ leaves out the compile options' text view (most of its size) while `why` still n
 changed option from their hashed bytes; and a hit lets the module go at once."""
 
 import json
+import subprocess
+import sys
 
-from conftest import run
+from conftest import PYTHON_DIR, child_env, run
 
 # Two programs under two sets of compile options, then what the cache holds for them.
 SMALL = """
@@ -74,3 +76,14 @@ def test_a_cache_directorys_first_run_and_later_runs_see_the_same_devices(tmp_pa
     second = run(tmp_path, LATE_FLAGS, args=[str(cache_dir)], env=env)
     assert first["devices"] == second["devices"]
     assert second["events"].get("/jax/compilation_cache/cache_hits") == 1, second["events"]
+
+
+def test_the_paired_benchmark_runs_and_checks_its_misses_and_hits(tmp_path):
+    # bench_paired.py exits when a cold program did not miss or a warm lookup did not hit;
+    # a run small enough for CI keeps the benchmark BENCHMARKS.md quotes working.
+    done = subprocess.run([sys.executable, str(PYTHON_DIR / "bench_paired.py"), "--pairs", "2",
+                           "--batch", "2"], capture_output=True, text=True, timeout=600,
+                          env=child_env(devices=1), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-4000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith(("| cold", "| warm"))]
+    assert len(rows) == 2, done.stdout

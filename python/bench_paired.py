@@ -1,0 +1,137 @@
+"""Many small `jax.jit` programs through JAX's own persistent cache and through ours, in one
+process, in alternating batches: the pairing `bench_small.py` does across processes, at a finer
+grain. Between processes the XLA compile of the same programs spreads by up to 20 %, which
+swamps a cache's ~1-4 % share of a miss; batches a few seconds apart in one process share
+their machine, memory layout and XLA thread pool, so the ratio of a pair is the caches' own.
+
+Run with a test venv: `target/py-venv/bin/python python/bench_paired.py [--pairs 12]
+[--batch 25] [--shape tanh|mlp]`. Each pair is one batch under each cache, in ABBA order:
+`--batch` new programs compiled (cold: every lookup misses and stores), then after
+`jax.clear_caches()` the same programs again (warm: every lookup hits). Ours is
+`install(prefetch=False)` (a prefetch needs a run before this process), timed until its
+worker has finished what the batch left it; `install()` itself is not timed here
+(`bench_small.py` times it). Prints per-pair ratios ours / JAX's: median, quartiles, range.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+# Measure the installed package (with its native module), not this source tree.
+sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE]
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+import mlir_cache_key.jax as mj  # noqa: E402
+
+
+def programs(shape: str):
+    """`program(i)`: a distinct small program for each i, called once."""
+    if shape == "mlp":  # a 6-layer tanh MLP with a gradient: nearer a test suite's programs
+        params = [np.full((64, 64), 0.01, np.float32) for _ in range(6)]
+        xm = np.ones((8, 64), np.float32)
+
+        def program(i):
+            def f(params, x):
+                h = x
+                for w in params:
+                    h = jnp.tanh(h @ w + i * 0.001)
+                g = jax.grad(lambda p: jnp.sum(jnp.tanh(x @ p[0]) ** 2))(params)
+                return h.sum() + sum(jnp.sum(gi) for gi in g)
+            return float(jax.jit(f)(params, xm))
+        return program
+    x = np.arange(16, dtype=np.float32)
+
+    def program(i):  # a 16-element tanh, its constant making it distinct
+        c = 1.0 + i / 1000.0
+        return float(jax.jit(lambda v: jnp.tanh(v * c))(x)[3])
+    return program
+
+
+_events: dict[str, int] = {}
+jax.monitoring.register_event_listener(
+    lambda event, **_: _events.__setitem__(event, _events.get(event, 0) + 1))
+HITS, MISSES = "/jax/compilation_cache/cache_hits", "/jax/compilation_cache/cache_misses"
+
+
+def timed_batch(cache: str, directory: str, indices: range, program) -> tuple[float, float]:
+    """Seconds for the batch's programs cold, then warm, under `cache`; exits when a cold
+    program did not miss or a warm lookup did not hit (nothing else would be measured)."""
+    if cache == "ours":
+        mj.install(directory, prefetch=False)
+    else:
+        jax.config.update("jax_compilation_cache_dir", directory)
+    results = []
+    try:
+        for phase, event in (("cold", MISSES), ("warm", HITS)):
+            # (Each phase may also compile JAX's own helpers: the indexing of a result.)
+            jax.clear_caches()  # warm: JAX's in-memory caches forgotten, the persistent one hit
+            _events.clear()
+            start = time.perf_counter()
+            for i in indices:
+                program(i)
+            if cache == "ours":  # what ours left to its worker is part of the batch's cost
+                mj.installed().settle()
+            results.append(time.perf_counter() - start)
+            if _events.get(event, 0) < len(indices) or (phase == "warm" and MISSES in _events):
+                sys.exit(f"{cache}, {phase}: {_events} for {len(indices)} programs")
+    finally:
+        if cache == "ours":
+            mj.uninstall()
+    return results[0], results[1]
+
+
+def spread(ratios: list[float]) -> str:
+    q = statistics.quantiles(ratios, n=4)
+    return (f"{statistics.median(ratios):.3f}x (quartiles {q[0]:.3f}–{q[2]:.3f}, "
+            f"range {min(ratios):.3f}–{max(ratios):.3f})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=12)
+    parser.add_argument("--batch", type=int, default=25, help="programs a batch")
+    parser.add_argument("--shape", choices=("tanh", "mlp"), default="tanh")
+    args = parser.parse_args()
+    if args.pairs < 2 or args.batch < 1:
+        sys.exit("need --pairs ≥ 2 and --batch ≥ 1")
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    program = programs(args.shape)
+    program(-1)  # JAX's backends, jit machinery and XLA warmed before anything is timed
+    times = {"jax": {"cold": [], "warm": []}, "ours": {"cold": [], "warm": []}}
+    with tempfile.TemporaryDirectory() as root:
+        dirs = {cache: os.path.join(root, cache) for cache in times}
+        next_program = 0
+        for pair in range(args.pairs):
+            order = ("jax", "ours") if pair % 2 == 0 else ("ours", "jax")
+            for cache in order:
+                indices = range(next_program, next_program + args.batch)
+                next_program += args.batch
+                cold, warm = timed_batch(cache, dirs[cache], indices, program)
+                times[cache]["cold"].append(cold)
+                times[cache]["warm"].append(warm)
+    print(f"jax {jax.__version__}, {args.pairs} pairs of {args.batch} {args.shape} programs "
+          f"in one process, ABBA order; seconds a batch: median (best)")
+    print("| phase | JAX's cache | ours | ours / JAX's, per pair | sum of ours / sum of JAX's |")
+    print("|---|---|---|---|---|")
+    for phase in ("cold", "warm"):
+        theirs, ours = times["jax"][phase], times["ours"][phase]
+        ratios = [o / t for o, t in zip(ours, theirs)]
+        print(f"| {phase} | {statistics.median(theirs):.3f} s ({min(theirs):.3f}) | "
+              f"{statistics.median(ours):.3f} s ({min(ours):.3f}) | {spread(ratios)} | "
+              f"{sum(ours) / sum(theirs):.3f}x |")
+
+
+if __name__ == "__main__":
+    main()
