@@ -165,19 +165,23 @@ impl ListFilter {
 /// and a test suite stores thousands under one name (`jit__lambda`). Folding a hit's last use
 /// moves its row in this index too. It replaces `entries_by_name`, whose every listing of a
 /// module read and sorted all of the module's rows.
-const ADDED_INDEXES: &str = "
-CREATE INDEX IF NOT EXISTS entries_by_name_last_used ON entries(name, last_used, digest);
-DROP INDEX IF EXISTS entries_by_name;
-";
+fn added_indexes() -> String {
+    format!(
+        "CREATE INDEX IF NOT EXISTS {NEWEST_BY_NAME} ON entries(name, last_used, digest);
+         DROP INDEX IF EXISTS entries_by_name;"
+    )
+}
 
-/// Makes [`ADDED_INDEXES`] unless they are there (read first: an open takes no write lock for
+/// The newest of [`added_indexes`]: an index that has it has them all.
+const NEWEST_BY_NAME: &str = "entries_by_name_last_used";
+
+/// Makes [`added_indexes`] unless they are there (read first: an open takes no write lock for
 /// nothing).
 fn add_missing_indexes(conn: &mut Connection) -> rusqlite::Result<()> {
     let present: i64 = retry_busy(|| {
         conn.query_row(
-            "SELECT count(*) FROM sqlite_master
-             WHERE type = 'index' AND name = 'entries_by_name_last_used'",
-            [],
+            "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?1",
+            [NEWEST_BY_NAME],
             |r| r.get(0),
         )
     })?;
@@ -186,7 +190,7 @@ fn add_missing_indexes(conn: &mut Connection) -> rusqlite::Result<()> {
     }
     retry_busy(|| {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute_batch(ADDED_INDEXES)?;
+        tx.execute_batch(&added_indexes())?;
         tx.commit()
     })
 }
@@ -265,7 +269,7 @@ impl Index {
                 retry_busy(|| {
                     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
                     tx.execute_batch(SCHEMA)?;
-                    tx.execute_batch(ADDED_INDEXES)?;
+                    tx.execute_batch(&added_indexes())?;
                     tx.commit()
                 })?;
             }
@@ -329,7 +333,7 @@ impl Index {
             _ => {
                 let conn = Connection::open_in_memory()?;
                 conn.execute_batch(SCHEMA)?;
-                conn.execute_batch(ADDED_INDEXES)?;
+                conn.execute_batch(&added_indexes())?;
                 conn
             }
         };
