@@ -26,36 +26,13 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 # Measure the installed package (with its native module), not this source tree.
 sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE]
+sys.path.append(str(HERE))  # after the installed package: only for bench_programs
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
 
 import mlir_cache_key.jax as mj  # noqa: E402
-
-
-def programs(shape: str):
-    """`program(i)`: a distinct small program for each i, called once."""
-    if shape == "mlp":  # a 6-layer tanh MLP with a gradient: nearer a test suite's programs
-        params = [np.full((64, 64), 0.01, np.float32) for _ in range(6)]
-        xm = np.ones((8, 64), np.float32)
-
-        def program(i):
-            def f(params, x):
-                h = x
-                for w in params:
-                    h = jnp.tanh(h @ w + i * 0.001)
-                g = jax.grad(lambda p: jnp.sum(jnp.tanh(x @ p[0]) ** 2))(params)
-                return h.sum() + sum(jnp.sum(gi) for gi in g)
-            return float(jax.jit(f)(params, xm))
-        return program
-    x = np.arange(16, dtype=np.float32)
-
-    def program(i):  # a 16-element tanh, its constant making it distinct
-        c = 1.0 + i / 1000.0
-        return float(jax.jit(lambda v: jnp.tanh(v * c))(x)[3])
-    return program
+from bench_programs import programs  # noqa: E402
 
 
 _events: dict[str, int] = {}

@@ -95,25 +95,12 @@ if spec.get("prefill"):  # a cache that already holds N entries of the programs'
     if spec["cache"] == "ours":
         mj._state.cache.settle()
 
-if spec["shape"] == "mlp":  # a 6-layer tanh MLP with a gradient: nearer a test suite's programs
-    params = [np.full((64, 64), 0.01, np.float32) for _ in range(6)]
-    xm = np.ones((8, 64), np.float32)
-    def program(i):
-        def f(params, x):
-            h = x
-            for w in params:
-                h = jnp.tanh(h @ w + i * 0.001)
-            g = jax.grad(lambda p: jnp.sum(jnp.tanh(x @ p[0]) ** 2))(params)
-            return h.sum() + sum(jnp.sum(gi) for gi in g)
-        return lambda: float(jax.jit(f)(params, xm))
-else:  # a 16-element tanh, its constant making it distinct
-    x = np.arange(16, dtype=np.float32)
-    def program(i):
-        c = 1.0 + i / 1000.0
-        return lambda: float(jax.jit(lambda v: jnp.tanh(v * c))(x)[3])
+sys.path.append(spec["here"])  # after the installed package: only for bench_programs
+from bench_programs import programs
+program = programs(spec["shape"])
 
 def loop():
-    return sum(program(i)() for i in range(spec["programs"]))
+    return sum(program(i) for i in range(spec["programs"]))
 
 if spec.get("profile"):
     import cProfile, pstats, io
@@ -145,7 +132,7 @@ def child(cache: str, directory: str, args, profile: bool = False, prefill: int 
             "programs": args.programs, "profile": profile, "prefetch": "auto" if cache == "ours" else False,
             "shape": args.shape, "per_call": args.per_call, "import_only": cache == "jax-imported",
             "explain": cache != "ours-no-explain", "store_inline": cache == "ours-store-inline",
-            "prefill": prefill}
+            "prefill": prefill, "here": str(HERE)}
     done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(spec)], capture_output=True,
                           text=True, env={"JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin",
                                                  "HOME": os.environ.get("HOME", "/")})
