@@ -45,7 +45,7 @@ sys.path[:] = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE]
 CHILD = """
 import json, os, sys, time
 spec = json.loads(sys.argv[1])
-import jax, jax.numpy as jnp, numpy as np
+import jax
 jax.config.update("jax_compilation_cache_dir", spec["dir"])
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)

@@ -78,12 +78,22 @@ def test_a_cache_directorys_first_run_and_later_runs_see_the_same_devices(tmp_pa
     assert second["events"].get("/jax/compilation_cache/cache_hits") == 1, second["events"]
 
 
-def test_the_paired_benchmark_runs_and_checks_its_misses_and_hits(tmp_path):
-    # bench_paired.py exits when a cold program did not miss or a warm lookup did not hit;
-    # a run small enough for CI keeps the benchmark BENCHMARKS.md quotes working.
-    done = subprocess.run([sys.executable, str(PYTHON_DIR / "bench_paired.py"), "--pairs", "2",
+def paired_benchmark(tmp_path, flags=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(PYTHON_DIR / "bench_paired.py"), "--pairs", "2",
                            "--batch", "2"], capture_output=True, text=True, timeout=600,
-                          env=child_env(devices=1), cwd=tmp_path)
+                          env=child_env({"MLIR_CACHE_KEY_FLAGS": flags}, devices=1), cwd=tmp_path)
+
+
+def test_the_paired_benchmark_runs_and_checks_its_misses_and_hits(tmp_path):
+    # A run small enough for CI keeps the benchmark BENCHMARKS.md quotes working.
+    done = paired_benchmark(tmp_path)
     assert done.returncode == 0, done.stderr[-4000:]
     rows = [line for line in done.stdout.splitlines() if line.startswith(("| cold", "| warm"))]
     assert len(rows) == 2, done.stdout
+
+
+def test_the_paired_benchmark_refuses_to_time_lookups_that_do_not_hit(tmp_path):
+    # With our cache off every warm lookup of ours misses: nothing it would print is a hit's time.
+    done = paired_benchmark(tmp_path, flags="--no_cache")
+    assert done.returncode != 0, done.stdout
+    assert "ours, warm" in done.stderr, done.stderr[-4000:]
