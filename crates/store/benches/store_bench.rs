@@ -223,6 +223,17 @@ fn ops(per_batch: u64) -> Vec<Op> {
                 .expect("put");
             c.next += 1;
         }),
+        ("a miss, counted+stored", per_batch, |c| {
+            // What a miss leaves for the worker in JAX: count it, count its reason, store it.
+            let i = c.next;
+            let k = key(i);
+            assert!(matches!(c.store.get(&k).expect("get"), Lookup::Miss));
+            c.store.count_miss_reason("computation");
+            c.store
+                .put(&k, &artefact(i), &json!({"i": i}))
+                .expect("put");
+            c.next += 1;
+        }),
         ("get (hit)", per_batch, |c| {
             let k = c.recent_key();
             hit(&c.store, &k);

@@ -225,7 +225,7 @@ impl Store {
 
     fn record_miss(&self, miss: Miss) {
         self.index_best_effort("record a miss", |ix| {
-            ix.record_miss(miss.digest.as_str(), miss.gone, miss.corrupt)
+            ix.record_miss(miss.digest.as_str(), miss.gone, miss.corrupt, miss.t)
         });
         self.history.record(
             miss.t,

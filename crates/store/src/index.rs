@@ -1,7 +1,8 @@
 //! The SQLite index: which entries exist, their sizes and last use, and their totals; the event
 //! counters it bumps live in `counters.sqlite`, attached to its connection (`events.rs`). A hit
-//! writes neither: it appends to the use log (`uses.rs`), which every other read or write of
-//! last uses and counters folds in first, so a hit performs no fsync. It makes
+//! writes neither, nor does a plain miss or its reason: each appends to the use log (`uses.rs`),
+//! which every other read of last uses and counters folds in first, and every write folds into
+//! its own transaction, so counting an event performs no SQLite write of its own. It makes
 //! eviction (least recently used first) and listing cost O(log n) per entry touched instead of a
 //! directory scan, and keeps running totals so no write needs a `SUM`.
 //!
@@ -19,6 +20,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 
 use super::clock::UnixMillis;
 use super::entry::EntryState;
+use super::events::MISS_REASON_PREFIX;
 use super::events::{self, CounterFiles};
 use super::sqlite::{self, BUSY_TIMEOUT, is_corruption, retry_busy};
 use super::uses::UseLog;
@@ -97,17 +99,37 @@ impl Counter {
         }
     }
 
-    /// The counters of hits: they go through the use log, never a synced write.
-    const OF_HITS: [Counter; 4] = [
+    /// The counters of hits and misses: they go through the use log, never a write of their own.
+    const LOGGED: [Counter; 5] = [
         Counter::Hits,
         Counter::FailuresReplayed,
         Counter::DirectHits,
         Counter::ManifestReads,
+        Counter::Misses,
     ];
 
-    fn of_hits(name: &str) -> Option<Counter> {
-        Counter::OF_HITS.into_iter().find(|c| c.name() == name)
+    /// Only hits name an entry whose last use moves.
+    fn of_hits(name: &str) -> bool {
+        name != Counter::Misses.name() && Counter::LOGGED.iter().any(|c| c.name() == name)
     }
+}
+
+/// Longest reason a miss-reason counter names (longer ones are cut before they are counted).
+pub const MAX_REASON_LEN: usize = 40;
+
+/// True for the counters the use log may carry: those of hits and misses, and a miss reason's
+/// (`miss_reason.` and 1 to [`MAX_REASON_LEN`] of `[a-z0-9_]`). A foreign name in the log (a
+/// hostile or newer writer) is skipped, never made a counter.
+fn logged(name: &str) -> bool {
+    if Counter::LOGGED.iter().any(|c| c.name() == name) {
+        return true;
+    }
+    name.strip_prefix(MISS_REASON_PREFIX).is_some_and(|reason| {
+        (1..=MAX_REASON_LEN).contains(&reason.len())
+            && reason
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    })
 }
 
 /// One row of `entries`.
@@ -360,22 +382,20 @@ impl Index {
             .conn
             .prepare_cached("SELECT 1 FROM entries WHERE digest = ?1")?
             .exists([digest])?;
-        self.log_use(Some(digest), now, counter)?;
+        self.log_use(Some(digest), now, counter.name())?;
         Ok(exists)
     }
 
-    /// Appends a use to the log; a counter that is not one of hits (or a log that cannot be
-    /// written) takes the index's ordinary, synced way.
+    /// Appends one event of `counter` (one [`logged`]) to the log; a log that cannot be
+    /// written (or a read-only cache's, which has none) takes the index's ordinary way.
     fn log_use(
         &self,
         digest: Option<&str>,
         now: UnixMillis,
-        counter: Counter,
+        counter: &str,
     ) -> rusqlite::Result<()> {
-        if let Some(log) = &self.uses
-            && Counter::of_hits(counter.name()).is_some()
-        {
-            match log.append(digest, now, counter.name()) {
+        if let Some(log) = &self.uses {
+            match log.append(digest, now, counter) {
                 Ok(()) => return Ok(()),
                 Err(e) => tracing::debug!("cannot append to {}: {e}", log.path().display()),
             }
@@ -387,19 +407,37 @@ impl Index {
                 params![digest, now],
             )?;
         }
-        bump(&tx, counter, 1)?;
+        add_to(&tx, counter, 1)?;
         tx.commit()
     }
 
-    /// Moves the use log's lines into the rows and counters, in one write transaction (before
-    /// anything reads or writes last uses or counters). A log that cannot be read is left for
-    /// the next writer: what it holds is only ever a little stale.
+    /// Folds the use log into the rows and counters, in a write transaction of its own (before
+    /// anything reads last uses or counters).
     fn fold_uses(&self) -> rusqlite::Result<()> {
+        if !self.uses.as_ref().is_some_and(|log| log.has_uses()) {
+            return Ok(());
+        }
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+        self.fold_into(&tx)?;
+        tx.commit()
+    }
+
+    /// Begins a write transaction with the use log folded into it: the log's events commit with
+    /// the writer's change, one transaction rather than two.
+    fn write(&mut self) -> rusqlite::Result<Transaction<'_>> {
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+        self.fold_into(&tx)?;
+        Ok(tx)
+    }
+
+    /// Moves the use log's lines into the rows and counters of `tx`, the index's write lock
+    /// held. A log that cannot be read or emptied is left for the next writer (its changes
+    /// rolled back): what it holds is only ever a little stale.
+    fn fold_into(&self, tx: &Transaction<'_>) -> rusqlite::Result<()> {
         let Some(log) = self.uses.as_ref().filter(|log| log.has_uses()) else {
             return Ok(());
         };
         // Folders queue on the index's write lock first, then take the log's.
-        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
         let drain = match log.drain() {
             Ok(Some(drain)) => drain,
             Ok(None) => return Ok(()),
@@ -408,42 +446,52 @@ impl Index {
                 return Ok(());
             }
         };
-        let mut hits: BTreeMap<&'static str, i64> = BTreeMap::new();
-        for used in &drain.uses {
-            let Some(counter) = Counter::of_hits(&used.counter) else {
-                continue;
-            };
-            if let Some(digest) = &used.digest {
+        tx.execute_batch("SAVEPOINT fold_uses")?;
+        let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
+        for used in drain.uses.iter().filter(|used| logged(&used.counter)) {
+            if let Some(digest) = &used.digest
+                && Counter::of_hits(&used.counter)
+            {
                 tx.prepare_cached(
                     "UPDATE entries SET last_used = max(last_used, ?2) WHERE digest = ?1",
                 )?
                 .execute(params![digest, used.at_ms])?;
             }
-            *hits.entry(counter.name()).or_insert(0) += 1;
+            *counts.entry(used.counter.as_str()).or_insert(0) += 1;
         }
-        for (name, by) in hits {
-            add_to(&tx, name, by)?;
+        for (name, by) in counts {
+            add_to(tx, name, by)?;
         }
-        // Emptied before the commit: a failed commit loses these uses, never counts them twice.
+        // Emptied before the commit: a failed commit loses these events, never counts them
+        // twice.
         if let Err(e) = drain.finish() {
             tracing::warn!("cannot empty the use log {}: {e}", log.path().display());
-            return Ok(());
+            return tx.execute_batch("ROLLBACK TO fold_uses; RELEASE fold_uses");
         }
-        tx.commit()
+        tx.execute_batch("RELEASE fold_uses")
     }
 
-    /// A miss: bump `misses` (and `corrupt` when the entry was quarantined) and drop a row whose
-    /// file is gone.
+    /// A miss at `now`: bump `misses` (and `corrupt` when the entry was quarantined) and drop a
+    /// row whose file is gone. A plain miss (no such row) only appends to the use log.
     pub fn record_miss(
         &mut self,
         digest: &str,
         drop_row: bool,
         corrupt: bool,
+        now: UnixMillis,
     ) -> rusqlite::Result<()> {
-        self.fold_uses()?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let row_to_drop = || -> rusqlite::Result<bool> {
+            let mut stmt = self
+                .conn
+                .prepare_cached("SELECT 1 FROM entries WHERE digest = ?1")?;
+            stmt.exists([digest])
+        };
+        // Only a corrupt entry or a row to drop needs the index's write now.
+        let write_now = corrupt || (drop_row && row_to_drop()?);
+        if !write_now {
+            return self.log_use(None, now, Counter::Misses.name());
+        }
+        let tx = self.write()?;
         if drop_row {
             tx.execute("DELETE FROM entries WHERE digest = ?1", [digest])?;
         }
@@ -456,10 +504,7 @@ impl Index {
 
     /// Inserts or replaces a row and bumps the given counters, in one transaction.
     pub fn upsert(&mut self, row: &Row, bumps: &[(Counter, i64)]) -> rusqlite::Result<()> {
-        self.fold_uses()?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.write()?;
         upsert_in(&tx, row)?;
         for (c, by) in bumps {
             bump(&tx, *c, *by)?;
@@ -474,10 +519,7 @@ impl Index {
 
     /// Removes a row; returns it if it existed.
     pub fn remove(&mut self, digest: &str) -> rusqlite::Result<Option<Row>> {
-        self.fold_uses()?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.write()?;
         let row = tx
             .query_row(
                 &format!("SELECT {ROW_COLUMNS} FROM entries WHERE digest = ?1"),
@@ -510,7 +552,17 @@ impl Index {
 
     /// Counts one hit of `counter` that names no entry (through the use log, no fsync).
     pub fn count_hit(&mut self, counter: Counter, now: UnixMillis) -> rusqlite::Result<()> {
-        self.log_use(None, now, counter)
+        self.log_use(None, now, counter.name())
+    }
+
+    /// Counts one miss of reason `reason` (`[a-z0-9_]`, 1 to [`MAX_REASON_LEN`]) at `now`,
+    /// through the use log.
+    pub fn count_miss_reason(&mut self, reason: &str, now: UnixMillis) -> rusqlite::Result<()> {
+        let counter = format!("{MISS_REASON_PREFIX}{reason}");
+        if !logged(&counter) {
+            return Err(rusqlite::Error::InvalidParameterName(counter));
+        }
+        self.log_use(None, now, &counter)
     }
 
     /// Adds `by` to the event counter called `name` (e.g. `miss_reason.flag`), creating it.
@@ -521,10 +573,7 @@ impl Index {
     /// Sets every event counter to zero (the sizes, which describe the entries, stay) and
     /// records `now_ms` as when.
     pub fn zero_events(&mut self, now_ms: UnixMillis) -> rusqlite::Result<()> {
-        self.fold_uses()?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.write()?;
         tx.execute("DELETE FROM events.counters", [])?;
         events::set_zeroed(&tx, now_ms)?;
         tx.commit()
@@ -563,10 +612,7 @@ impl Index {
         pinned: impl FnOnce(&[String]) -> Option<HashSet<String>>,
         mut unlink: impl FnMut(&str),
     ) -> rusqlite::Result<EvictStep> {
-        self.fold_uses()?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.write()?;
         let mut total: u64 = tx
             .query_row(
                 "SELECT value FROM counters WHERE name = 'total_bytes'",
@@ -663,10 +709,7 @@ impl Index {
     /// Applies a reconciliation in one transaction: upsert `rows`, delete `stale`, recompute the
     /// totals from scratch (defensive: triggers keep them, this repairs an older damage).
     pub fn reconcile(&mut self, rows: &[Row], stale: &[String]) -> rusqlite::Result<()> {
-        self.fold_uses()?;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.write()?;
         for row in rows {
             upsert_in(&tx, row)?;
         }
@@ -1009,6 +1052,54 @@ mod tests {
         assert_eq!(by_use, [("ma".to_owned(), 50), ("mb".to_owned(), 2)]);
         assert_eq!(ix.counters().unwrap()["hits"], 2, "folded once");
         assert_eq!(files.uses_log().metadata().unwrap().len(), 0);
+    }
+
+    /// A plain miss and its reason write no SQLite page either; the next write folds them into
+    /// its own transaction. A miss of a row whose file is gone still drops the row at once, and
+    /// a foreign counter in the log is never made a counter.
+    #[test]
+    fn misses_and_their_reasons_wait_in_the_use_log_and_fold_into_the_next_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = counter_files(dir.path());
+        let (mut ix, _) = Index::open(&dir.path().join("i.sqlite"), &files, 0o600).unwrap();
+        ix.upsert(&row('a', 10, 1), &[]).unwrap();
+        let wal = dir.path().join("i.sqlite-wal");
+        let events_wal = files.db.with_extension("sqlite-wal");
+        let wals =
+            || [&wal, &events_wal].map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0));
+        let before = wals();
+        ix.record_miss(&"c".repeat(64), true, false, 60).unwrap();
+        ix.record_miss(&"d".repeat(64), false, false, 61).unwrap();
+        ix.count_miss_reason("computation", 60).unwrap();
+        ix.count_miss_reason("xla_build2", 61).unwrap();
+        assert!(ix.count_miss_reason("Not-A-Reason", 62).is_err());
+        assert_eq!(wals(), before, "nothing written but the log");
+        super::super::fsutil::append_line(
+            &files.uses_log(),
+            0o600,
+            b"- 63 entry_count\n- 63 miss_reason.\n- 63 puts\n",
+        )
+        .unwrap();
+
+        ix.upsert(&row('b', 10, 2), &[]).unwrap();
+        assert_eq!(files.uses_log().metadata().unwrap().len(), 0, "folded");
+        let counters = ix.stored_counters().unwrap();
+        assert_eq!(counters["misses"], 2);
+        assert_eq!(counters["miss_reason.computation"], 1);
+        assert_eq!(counters["miss_reason.xla_build2"], 1);
+        assert_eq!(
+            counters["entry_count"], 2,
+            "a foreign line moves no counter"
+        );
+        assert!(!counters.contains_key("puts") && !counters.contains_key("miss_reason."));
+
+        // The row of `a` whose file went: its miss drops it now, not later.
+        ix.record_miss(&"a".repeat(64), true, false, 70).unwrap();
+        assert!(ix.row(&"a".repeat(64)).unwrap().is_none());
+        ix.record_miss(&"b".repeat(64), true, true, 71).unwrap();
+        let counters = ix.counters().unwrap();
+        assert_eq!((counters["misses"], counters["corrupt"]), (4, 1));
+        assert_eq!(counters["entry_count"], 0);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::entry::EntryState;
 use super::error::{Result, StoreError};
 use super::events::MISS_REASON_PREFIX;
 use super::evict::EvictReport;
-use super::index::{Counter, ListFilter, Row, SortBy};
+use super::index::{Counter, ListFilter, MAX_REASON_LEN, Row, SortBy};
 use super::key::Digest;
 use super::lock;
 use super::prefetch_list::PrefetchCounters;
@@ -360,9 +360,6 @@ fn remove_older_than(dir: &Path, cutoff: UnixMillis) -> Result<u64> {
     Ok(n)
 }
 
-/// Longest reason kept (longer ones are cut).
-const MAX_REASON_LEN: usize = 40;
-
 impl Store {
     /// Counts one miss whose reason is `reason` (what moved against the nearest stored entry:
     /// `flag`, `option`, `compiler`, `computation`, `new`, …). The reason is reduced to
@@ -383,8 +380,8 @@ impl Store {
         if name.is_empty() {
             name.push_str("unknown");
         }
-        let counter = format!("{}{name}", MISS_REASON_PREFIX);
-        self.index_best_effort("count a miss reason", |ix| ix.add_named(&counter, 1));
+        let now = self.now();
+        self.index_best_effort("count a miss reason", |ix| ix.count_miss_reason(&name, now));
     }
 
     /// Every event counter by name, as the index holds it (layers above the store read their

@@ -1,5 +1,6 @@
 //! The use log, `DIR/v1/uses.log`: what a hit records (the entry's last use and its hit
-//! counter) without writing the index or `counters.sqlite`. A SQLite write on a hit created and
+//! counter), and a plain miss (its counter and its reason's), without writing the index or
+//! `counters.sqlite`. A SQLite write on a hit created and
 //! fsynced a WAL, its directory and, on close, both databases; an append here is one `write`
 //! and never synced. The next writer of the index folds the log in (`Index::fold_uses`).
 //!
@@ -127,7 +128,7 @@ fn parse_line(line: &str) -> Option<Use> {
     let counter_ok = !counter.is_empty()
         && counter
             .bytes()
-            .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'.');
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.');
     if !counter_ok {
         return None;
     }
