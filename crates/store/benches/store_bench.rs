@@ -224,10 +224,16 @@ fn ops(per_batch: u64) -> Vec<Op> {
             c.next += 1;
         }),
         ("a miss, counted+stored", per_batch, |c| {
-            // What a miss leaves for the worker in JAX: count it, count its reason, store it.
+            // What a miss leaves for the worker in JAX: count it, explain it (read its module's
+            // newest entries, count its reason), store it.
             let i = c.next;
             let k = key(i);
             assert!(matches!(c.store.get(&k).expect("get"), Lookup::Miss));
+            let f = ListFilter {
+                limit: Some(2),
+                ..ListFilter::module(SHARED_MODULE)
+            };
+            black_box(c.store.list(&f).expect("list").len());
             c.store.count_miss_reason("computation");
             c.store
                 .put(&k, &artefact(i), &json!({"i": i}))

@@ -1,8 +1,9 @@
 //! The SQLite index: which entries exist, their sizes and last use, and their totals; the event
 //! counters it bumps live in `counters.sqlite`, attached to its connection (`events.rs`). A hit
 //! writes neither, nor does a plain miss or its reason: each appends to the use log (`uses.rs`),
-//! which every other read of last uses and counters folds in first, and every write folds into
-//! its own transaction, so counting an event performs no SQLite write of its own. It makes
+//! which a read of counters (or of rows, when a line moves a last use) folds in first, and every
+//! write folds into its own transaction, so counting an event performs no SQLite write of its
+//! own. It makes
 //! eviction (least recently used first) and listing cost O(log n) per entry touched instead of a
 //! directory scan, and keeps running totals so no write needs a `SUM`.
 //!
@@ -422,6 +423,14 @@ impl Index {
         tx.commit()
     }
 
+    /// Folds the use log in before a read of rows, when a line of it moves a row's last use.
+    fn fold_uses_for_rows(&self) -> rusqlite::Result<()> {
+        match &self.uses {
+            Some(log) if log.has_uses() && log.names_entries() => self.fold_uses(),
+            _ => Ok(()),
+        }
+    }
+
     /// Begins a write transaction with the use log folded into it: the log's events commit with
     /// the writer's change, one transaction rather than two.
     fn write(&mut self) -> rusqlite::Result<Transaction<'_>> {
@@ -533,7 +542,7 @@ impl Index {
     }
 
     pub fn row(&self, digest: &str) -> rusqlite::Result<Option<Row>> {
-        self.fold_uses()?;
+        self.fold_uses_for_rows()?;
         self.conn
             .query_row(
                 &format!("SELECT {ROW_COLUMNS} FROM entries WHERE digest = ?1"),
@@ -689,7 +698,7 @@ impl Index {
 
     /// Rows matching `filter`, in its order.
     pub fn list(&self, filter: &ListFilter) -> rusqlite::Result<Vec<Row>> {
-        self.fold_uses()?;
+        self.fold_uses_for_rows()?;
         let (sql, args) = list_query(filter);
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(args), row_from)?;
@@ -698,7 +707,7 @@ impl Index {
 
     /// Digest → last use of every row (for reconciling with the directory).
     pub fn last_uses(&self) -> rusqlite::Result<HashMap<String, UnixMillis>> {
-        self.fold_uses()?;
+        self.fold_uses_for_rows()?;
         let mut stmt = self
             .conn
             .prepare_cached("SELECT digest, last_used FROM entries")?;
@@ -1073,6 +1082,9 @@ mod tests {
         ix.count_miss_reason("computation", 60).unwrap();
         ix.count_miss_reason("xla_build2", 61).unwrap();
         assert!(ix.count_miss_reason("Not-A-Reason", 62).is_err());
+        // Rows read as they are: no line moves a last use.
+        assert_eq!(ix.list(&ListFilter::default()).unwrap().len(), 1);
+        assert!(ix.row(&"a".repeat(64)).unwrap().is_some());
         assert_eq!(wals(), before, "nothing written but the log");
         super::super::fsutil::append_line(
             &files.uses_log(),
@@ -1092,6 +1104,14 @@ mod tests {
             "a foreign line moves no counter"
         );
         assert!(!counters.contains_key("puts") && !counters.contains_key("miss_reason."));
+
+        // A hit's line moves a last use: a read of rows folds it first.
+        ix.count_miss_reason("new", 64).unwrap();
+        assert!(ix.record_use(&"b".repeat(64), 65, Counter::Hits).unwrap());
+        let b = ix.list(&ListFilter::default()).unwrap();
+        assert_eq!((b[0].name.as_str(), b[0].last_used_ms), ("mb", 65));
+        assert_eq!(files.uses_log().metadata().unwrap().len(), 0, "folded");
+        assert_eq!(ix.stored_counters().unwrap()["miss_reason.new"], 1);
 
         // The row of `a` whose file went: its miss drops it now, not later.
         ix.record_miss(&"a".repeat(64), true, false, 70).unwrap();

@@ -62,6 +62,26 @@ impl UseLog {
         std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.is_file() && m.len() > 0)
     }
 
+    /// True when a whole line of the log names an entry (a hit's last use): a read of the rows
+    /// must fold the log first. Lines that only count (misses, their reasons, hits of no
+    /// entry) wait for the next writer or read of the counters. Read without the lock: a line
+    /// still being appended is not whole yet, and names nothing.
+    pub fn names_entries(&self) -> bool {
+        let Ok(file) = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&self.path)
+        else {
+            return false;
+        };
+        let mut bytes = Vec::new();
+        if (&file).take(MAX_LOG_LEN).read_to_end(&mut bytes).is_err() {
+            return true; // let the fold find out what is wrong with it
+        }
+        // One too long is dropped by the fold: it must run.
+        bytes.len() as u64 >= MAX_LOG_LEN || parse(&bytes).iter().any(|u| u.digest.is_some())
+    }
+
     /// Locks the log exclusively and reads every whole line. The caller applies them, then
     /// [`Drain::finish`] empties the log; dropping the drain instead leaves it as it was.
     pub fn drain(&self) -> std::io::Result<Option<Drain>> {
