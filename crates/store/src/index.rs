@@ -640,7 +640,9 @@ impl Index {
             after,
             batch,
         } = *window;
+        // Committed even when nothing is evicted: the use log was folded into this transaction.
         if total <= cap {
+            tx.commit()?;
             return Ok(step);
         }
         let (after_used, after_digest) = after.map_or((i64::MIN, ""), |c| (c.0, c.1.as_str()));
@@ -671,6 +673,7 @@ impl Index {
         let digests: Vec<String> = candidates.iter().map(|c| c.0.clone()).collect();
         let Some(pinned) = pinned(&digests) else {
             step.blocked = true;
+            tx.commit()?;
             return Ok(step);
         };
         step.exhausted = candidates.len() < batch;
@@ -1031,6 +1034,32 @@ mod tests {
         assert_eq!(gone, vec!["b".repeat(64), "c".repeat(64)]);
         assert_eq!(step.total_after, 10);
         assert!(step.exhausted);
+    }
+
+    /// A write that ends early (nothing to evict, or the pins cannot tell) still commits the
+    /// events it folded in: the log was emptied for them.
+    #[test]
+    fn an_eviction_that_evicts_nothing_keeps_the_events_it_folded() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut ix, _) = open_in(dir.path());
+        ix.upsert(&row('a', 10, 30), &[]).unwrap();
+        let window = |cap| EvictWindow {
+            cap,
+            protect_from: 100,
+            exclude: None,
+            after: None,
+            batch: 64,
+        };
+        ix.record_miss(&"c".repeat(64), true, false, 40).unwrap();
+        let step = ix
+            .evict_step(&window(u64::MAX), |_| Some(HashSet::new()), |_| {})
+            .unwrap();
+        assert_eq!(step.evicted, 0);
+        assert_eq!(ix.stored_counters().unwrap()["misses"], 1);
+        ix.record_miss(&"d".repeat(64), true, false, 41).unwrap();
+        let step = ix.evict_step(&window(0), |_| None, |_| {}).unwrap();
+        assert!(step.blocked);
+        assert_eq!(ix.stored_counters().unwrap()["misses"], 2);
     }
 
     /// A hit writes no SQLite page (its use waits in the log); any read of last uses or
