@@ -387,15 +387,15 @@ impl Index {
         Ok(exists)
     }
 
-    /// Appends one event of `counter` (one [`logged`]) to the log; a log that cannot be
-    /// written (or a read-only cache's, which has none) takes the index's ordinary way.
+    /// Appends one event of `counter` to the log; a counter the fold would not take (not
+    /// [`logged`]) or a log that cannot be written takes the index's ordinary way.
     fn log_use(
         &self,
         digest: Option<&str>,
         now: UnixMillis,
         counter: &str,
     ) -> rusqlite::Result<()> {
-        if let Some(log) = &self.uses {
+        if let Some(log) = self.uses.as_ref().filter(|_| logged(counter)) {
             match log.append(digest, now, counter) {
                 Ok(()) => return Ok(()),
                 Err(e) => tracing::debug!("cannot append to {}: {e}", log.path().display()),
