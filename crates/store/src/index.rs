@@ -21,8 +21,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, 
 
 use super::clock::UnixMillis;
 use super::entry::EntryState;
-use super::events::MISS_REASON_PREFIX;
-use super::events::{self, CounterFiles};
+use super::events::{self, CounterFiles, MISS_REASON_PREFIX};
 use super::sqlite::{self, BUSY_TIMEOUT, is_corruption, retry_busy};
 use super::uses::UseLog;
 
@@ -100,29 +99,27 @@ impl Counter {
         }
     }
 
-    /// The counters of hits and misses: they go through the use log, never a write of their own.
-    const LOGGED: [Counter; 5] = [
+    /// The counters of hits: their lines in the use log may name an entry whose last use moves.
+    const OF_HITS: [Counter; 4] = [
         Counter::Hits,
         Counter::FailuresReplayed,
         Counter::DirectHits,
         Counter::ManifestReads,
-        Counter::Misses,
     ];
 
-    /// Only hits name an entry whose last use moves.
     fn of_hits(name: &str) -> bool {
-        name != Counter::Misses.name() && Counter::LOGGED.iter().any(|c| c.name() == name)
+        Counter::OF_HITS.iter().any(|c| c.name() == name)
     }
 }
 
 /// Longest reason a miss-reason counter names (longer ones are cut before they are counted).
 pub const MAX_REASON_LEN: usize = 40;
 
-/// True for the counters the use log may carry: those of hits and misses, and a miss reason's
+/// True for the counters the use log may carry: those of hits, `misses`, and a miss reason's
 /// (`miss_reason.` and 1 to [`MAX_REASON_LEN`] of `[a-z0-9_]`). A foreign name in the log (a
 /// hostile or newer writer) is skipped, never made a counter.
 fn logged(name: &str) -> bool {
-    if Counter::LOGGED.iter().any(|c| c.name() == name) {
+    if Counter::of_hits(name) || name == Counter::Misses.name() {
         return true;
     }
     name.strip_prefix(MISS_REASON_PREFIX).is_some_and(|reason| {
@@ -379,12 +376,15 @@ impl Index {
         now: UnixMillis,
         counter: Counter,
     ) -> rusqlite::Result<bool> {
-        let exists = self
-            .conn
-            .prepare_cached("SELECT 1 FROM entries WHERE digest = ?1")?
-            .exists([digest])?;
+        let exists = self.has_row(digest)?;
         self.log_use(Some(digest), now, counter.name())?;
         Ok(exists)
+    }
+
+    fn has_row(&self, digest: &str) -> rusqlite::Result<bool> {
+        self.conn
+            .prepare_cached("SELECT 1 FROM entries WHERE digest = ?1")?
+            .exists([digest])
     }
 
     /// Appends one event of `counter` to the log; a counter the fold would not take (not
@@ -415,69 +415,39 @@ impl Index {
     /// Folds the use log into the rows and counters, in a write transaction of its own (before
     /// anything reads last uses or counters).
     fn fold_uses(&self) -> rusqlite::Result<()> {
-        if !self.uses.as_ref().is_some_and(|log| log.has_uses()) {
-            return Ok(());
+        match self.pending_uses() {
+            Some(log) => self.fold_alone(log),
+            None => Ok(()),
         }
-        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
-        self.fold_into(&tx)?;
-        tx.commit()
     }
 
     /// Folds the use log in before a read of rows, when a line of it moves a row's last use.
     fn fold_uses_for_rows(&self) -> rusqlite::Result<()> {
-        match &self.uses {
-            Some(log) if log.has_uses() && log.names_entries() => self.fold_uses(),
+        match self.pending_uses() {
+            Some(log) if log.names_entries() => self.fold_alone(log),
             _ => Ok(()),
         }
+    }
+
+    /// The use log, when it may hold lines (a `stat`).
+    fn pending_uses(&self) -> Option<&UseLog> {
+        self.uses.as_ref().filter(|log| log.has_uses())
+    }
+
+    fn fold_alone(&self, log: &UseLog) -> rusqlite::Result<()> {
+        let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
+        fold_into(&tx, log)?;
+        tx.commit()
     }
 
     /// Begins a write transaction with the use log folded into it: the log's events commit with
     /// the writer's change, one transaction rather than two.
     fn write(&mut self) -> rusqlite::Result<Transaction<'_>> {
         let tx = Transaction::new_unchecked(&self.conn, TransactionBehavior::Immediate)?;
-        self.fold_into(&tx)?;
+        if let Some(log) = self.pending_uses() {
+            fold_into(&tx, log)?;
+        }
         Ok(tx)
-    }
-
-    /// Moves the use log's lines into the rows and counters of `tx`, the index's write lock
-    /// held. A log that cannot be read or emptied is left for the next writer (its changes
-    /// rolled back): what it holds is only ever a little stale.
-    fn fold_into(&self, tx: &Transaction<'_>) -> rusqlite::Result<()> {
-        let Some(log) = self.uses.as_ref().filter(|log| log.has_uses()) else {
-            return Ok(());
-        };
-        // Folders queue on the index's write lock first, then take the log's.
-        let drain = match log.drain() {
-            Ok(Some(drain)) => drain,
-            Ok(None) => return Ok(()),
-            Err(e) => {
-                tracing::warn!("cannot read the use log {}: {e}", log.path().display());
-                return Ok(());
-            }
-        };
-        tx.execute_batch("SAVEPOINT fold_uses")?;
-        let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
-        for used in drain.uses.iter().filter(|used| logged(&used.counter)) {
-            if let Some(digest) = &used.digest
-                && Counter::of_hits(&used.counter)
-            {
-                tx.prepare_cached(
-                    "UPDATE entries SET last_used = max(last_used, ?2) WHERE digest = ?1",
-                )?
-                .execute(params![digest, used.at_ms])?;
-            }
-            *counts.entry(used.counter.as_str()).or_insert(0) += 1;
-        }
-        for (name, by) in counts {
-            add_to(tx, name, by)?;
-        }
-        // Emptied before the commit: a failed commit loses these events, never counts them
-        // twice.
-        if let Err(e) = drain.finish() {
-            tracing::warn!("cannot empty the use log {}: {e}", log.path().display());
-            return tx.execute_batch("ROLLBACK TO fold_uses; RELEASE fold_uses");
-        }
-        tx.execute_batch("RELEASE fold_uses")
     }
 
     /// A miss at `now`: bump `misses` (and `corrupt` when the entry was quarantined) and drop a
@@ -489,14 +459,8 @@ impl Index {
         corrupt: bool,
         now: UnixMillis,
     ) -> rusqlite::Result<()> {
-        let row_to_drop = || -> rusqlite::Result<bool> {
-            let mut stmt = self
-                .conn
-                .prepare_cached("SELECT 1 FROM entries WHERE digest = ?1")?;
-            stmt.exists([digest])
-        };
         // Only a corrupt entry or a row to drop needs the index's write now.
-        let write_now = corrupt || (drop_row && row_to_drop()?);
+        let write_now = corrupt || (drop_row && self.has_row(digest)?);
         if !write_now {
             return self.log_use(None, now, Counter::Misses.name());
         }
@@ -812,6 +776,44 @@ fn list_query(filter: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
     (sql, args)
 }
 
+/// Moves the use log's lines into the rows and counters of `tx`, the index's write lock held.
+/// A log that cannot be read or emptied is left for the next writer (its changes rolled back):
+/// what it holds is only ever a little stale.
+fn fold_into(tx: &Transaction<'_>, log: &UseLog) -> rusqlite::Result<()> {
+    // Folders queue on the index's write lock first, then take the log's.
+    let drain = match log.drain() {
+        Ok(Some(drain)) => drain,
+        Ok(None) => return Ok(()),
+        Err(e) => {
+            tracing::warn!("cannot read the use log {}: {e}", log.path().display());
+            return Ok(());
+        }
+    };
+    tx.execute_batch("SAVEPOINT fold_uses")?;
+    let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
+    for used in drain.uses.iter().filter(|used| logged(&used.counter)) {
+        if let Some(digest) = &used.digest
+            && Counter::of_hits(&used.counter)
+        {
+            tx.prepare_cached(
+                "UPDATE entries SET last_used = max(last_used, ?2) WHERE digest = ?1",
+            )?
+            .execute(params![digest, used.at_ms])?;
+        }
+        *counts.entry(used.counter.as_str()).or_insert(0) += 1;
+    }
+    for (name, by) in counts {
+        add_to(tx, name, by)?;
+    }
+    // Emptied before the commit: a failed commit loses these events, never counts them
+    // twice.
+    if let Err(e) = drain.finish() {
+        tracing::warn!("cannot empty the use log {}: {e}", log.path().display());
+        return tx.execute_batch("ROLLBACK TO fold_uses; RELEASE fold_uses");
+    }
+    tx.execute_batch("RELEASE fold_uses")
+}
+
 /// Adds `by` to an event counter, creating its row.
 fn bump(conn: &Connection, c: Counter, by: i64) -> rusqlite::Result<()> {
     add_to(conn, c.name(), by)
@@ -1098,8 +1100,8 @@ mod tests {
     #[test]
     fn misses_and_their_reasons_wait_in_the_use_log_and_fold_into_the_next_write() {
         let dir = tempfile::tempdir().unwrap();
+        let (mut ix, _) = open_in(dir.path());
         let files = counter_files(dir.path());
-        let (mut ix, _) = Index::open(&dir.path().join("i.sqlite"), &files, 0o600).unwrap();
         ix.upsert(&row('a', 10, 1), &[]).unwrap();
         let wal = dir.path().join("i.sqlite-wal");
         let events_wal = files.db.with_extension("sqlite-wal");

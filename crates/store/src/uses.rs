@@ -1,8 +1,9 @@
 //! The use log, `DIR/v1/uses.log`: what a hit records (the entry's last use and its hit
 //! counter), and a plain miss (its counter and its reason's), without writing the index or
-//! `counters.sqlite`. A SQLite write on a hit created and
-//! fsynced a WAL, its directory and, on close, both databases; an append here is one `write`
-//! and never synced. The next writer of the index folds the log in (`Index::fold_uses`).
+//! `counters.sqlite`. A SQLite write on a hit created and fsynced a WAL, its directory and, on
+//! close, both databases; an append here is one `write` and never synced. The next writer of
+//! the index folds the log into its transaction, and a read of counters (or of rows, when a
+//! line names an entry) folds it first (`index::fold_into`).
 //!
 //! One line per use, `<digest or -> <unix ms> <counter>\n`, appended with `O_APPEND` under a
 //! shared `flock`; the folder takes the lock exclusively, so it never truncates a line away
@@ -67,48 +68,50 @@ impl UseLog {
     /// entry) wait for the next writer or read of the counters. Read without the lock: a line
     /// still being appended is not whole yet, and names nothing.
     pub fn names_entries(&self) -> bool {
-        let Ok(file) = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&self.path)
-        else {
-            return false;
-        };
-        let mut bytes = Vec::new();
-        if (&file).take(MAX_LOG_LEN).read_to_end(&mut bytes).is_err() {
-            return true; // let the fold find out what is wrong with it
+        match self.open(false) {
+            Ok(file) => match read_uses(&file) {
+                Ok(Some(uses)) => uses.iter().any(|u| u.digest.is_some()),
+                // Too long (the fold drops it) or unreadable (the fold says why): fold.
+                _ => true,
+            },
+            Err(_) => false,
         }
-        // One too long is dropped by the fold: it must run.
-        bytes.len() as u64 >= MAX_LOG_LEN || parse(&bytes).iter().any(|u| u.digest.is_some())
     }
 
     /// Locks the log exclusively and reads every whole line. The caller applies them, then
     /// [`Drain::finish`] empties the log; dropping the drain instead leaves it as it was.
     pub fn drain(&self) -> std::io::Result<Option<Drain>> {
-        let file = match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&self.path)
-        {
+        let file = match self.open(true) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
         file.lock()?;
-        let mut bytes = Vec::new();
-        (&file).take(MAX_LOG_LEN).read_to_end(&mut bytes)?;
-        let uses = if bytes.len() as u64 >= MAX_LOG_LEN {
+        let uses = read_uses(&file)?.unwrap_or_else(|| {
             tracing::warn!(
                 "the use log {} is over {MAX_LOG_LEN} bytes; dropping it",
                 self.path.display()
             );
             Vec::new()
-        } else {
-            parse(&bytes)
-        };
+        });
         Ok(Some(Drain { file, uses }))
     }
+
+    /// The log, never through a symlink.
+    fn open(&self, write: bool) -> std::io::Result<File> {
+        OpenOptions::new()
+            .read(true)
+            .write(write)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&self.path)
+    }
+}
+
+/// Every whole line of `file`; `None` when it is [`MAX_LOG_LEN`] or longer.
+fn read_uses(file: &File) -> std::io::Result<Option<Vec<Use>>> {
+    let mut bytes = Vec::new();
+    file.take(MAX_LOG_LEN).read_to_end(&mut bytes)?;
+    Ok(((bytes.len() as u64) < MAX_LOG_LEN).then(|| parse(&bytes)))
 }
 
 /// The uses read by [`UseLog::drain`], the log still locked.
