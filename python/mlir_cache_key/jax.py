@@ -538,10 +538,10 @@ atexit.register(_settle_at_exit)
 
 def _settle_before_fork() -> None:
     """A fork waits for the entries being stored: a child must not inherit a compile's claim
-    (its lock) that the parent's worker is about to release."""
+    (its lock) that the parent's worker is about to release, nor a lock file made ahead."""
     state = _state
     if state is not None:
-        state.cache.settle()
+        state.cache.before_fork()
 
 
 def _after_fork_in_child() -> None:

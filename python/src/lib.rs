@@ -478,6 +478,15 @@ impl Cache {
         }
     }
 
+    /// Before a fork: `settle`, then close the compile lock files made ahead, so that no
+    /// child holds a copy of one (and its lock) that this process links in later.
+    fn before_fork(&self, py: Python<'_>) {
+        self.settle(py);
+        if let Some(tiered) = &self.tiered {
+            tiered.local().drop_spare_locks();
+        }
+    }
+
     /// The stored artefact, or None (a miss, or a remembered failure). A hit from a remote
     /// tier is copied into the local cache beside the caller (see `settle`).
     fn get<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyBytes>>> {
@@ -630,7 +639,11 @@ impl Cache {
                 };
                 let tiered = Arc::clone(tiered);
                 let store = move || {
-                    tiered.store_compiled(unstored, &compiled, &entry_ingredients(ingredients))
+                    tiered.store_compiled(unstored, &compiled, &entry_ingredients(ingredients));
+                    // The next miss's lock file, made here rather than on its compiling thread.
+                    if store_later {
+                        tiered.local().make_spare_locks();
+                    }
                 };
                 // Later: on the worker, the claim held until it is stored, so the caller goes
                 // on now; other processes wait for the entry, and this one's lookups of the key.

@@ -420,3 +420,53 @@ def test_multiprocessing_children_store_what_they_compiled(tmp_path, cache_dir):
     result = run(tmp_path, MULTIPROCESSING_CHILDREN, args=[str(cache_dir)])
     assert result["codes"] == [0, 0]
     assert result["stored"] == 300, f"entries lost at a child's exit: {result['missing']}"
+
+
+# A miss's lock file is made ahead by the worker, unnamed and already locked
+# (crates/store/src/lock_spares.rs). A forked child must hold no copy of one: its copy would
+# keep the lock of a key the parent links it in for after the parent released it.
+SPARE_LOCKS_AND_FORK = """
+import os
+import mlir_cache_key.jax as mj
+
+def lock_files_open():
+    names = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            names.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass
+    return [n for n in names if "/v1/locks/" in n]
+
+mj.install(sys.argv[1])
+cache = mj.installed()
+first, second = "jit_f-" + "1" * 64, "jit_f-" + "2" * 64
+cache.compile_once(first, lambda: b"first", looked_up=True, store_later=True)
+cache.settle()
+made = lock_files_open()
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.write(w, json.dumps(lock_files_open()).encode())
+    os._exit(0)
+os.close(w)
+os.waitpid(pid, 0)
+in_child = json.loads(os.read(r, 1 << 16))
+cache.compile_once(second, lambda: b"second", looked_up=True, store_later=True)
+cache.settle()
+report(made=made, in_child=in_child, after=len(lock_files_open()),
+       stored=[cache.get(first) == b"first", cache.get(second) == b"second"],
+       lock_dirs=sorted(os.listdir(os.path.join(sys.argv[1], "v1", "locks"))))
+"""
+
+
+def test_lock_files_made_ahead_are_unnamed_and_never_inherited_by_a_forked_child(
+        tmp_path, cache_dir):
+    result = run(tmp_path, SPARE_LOCKS_AND_FORK, args=[str(cache_dir)])
+    assert len(result["made"]) == 2 and all("(deleted)" in n for n in result["made"]), result
+    assert result["in_child"] == [], "a forked child holds its parent's lock files"
+    assert result["after"] == 2, "made again after the fork, by the next miss's store"
+    assert result["stored"] == [True, True]
+    # Released lock files are removed; the unnamed spares never had a name.
+    for shard in result["lock_dirs"]:
+        assert not list((cache_dir / "v1" / "locks" / shard).iterdir()), shard

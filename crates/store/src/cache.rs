@@ -29,6 +29,7 @@ use super::index::{Counter, Index, Row};
 use super::key::{CacheKey, Digest};
 use super::layout::Layout;
 use super::lock::{self, CompileLock};
+use super::lock_spares::SpareLocks;
 use super::pins::Pins;
 use super::settings::Settings;
 use super::sqlite::{is_corruption, retry_busy};
@@ -108,6 +109,8 @@ pub struct Store {
     history: History,
     /// Set by an embedder with a worker thread: misses are counted there.
     count_later: OnceLock<CountLater>,
+    /// Compile lock files that worker made ahead (`make_spare_locks`).
+    spare_locks: SpareLocks,
 }
 
 impl std::fmt::Debug for Store {
@@ -155,6 +158,7 @@ impl Store {
             pins: None,
             history,
             count_later: OnceLock::new(),
+            spare_locks: SpareLocks::default(),
         })
     }
 
@@ -409,6 +413,23 @@ impl Store {
         Ok(self.with_index("read totals", |ix| ix.totals())?.1)
     }
 
+    /// Makes compile lock files ahead of need, for the next `lock_for_compile`s to link in
+    /// (`lock_spares.rs`): for an embedder's worker, off the compile's path. Best effort.
+    pub fn make_spare_locks(&self) {
+        if self.settings.read_only
+            || fsutil::ensure_private_dir(self.layout.locks_dir(), self.settings.dir_mode).is_err()
+        {
+            return;
+        }
+        self.spare_locks
+            .fill(self.layout.locks_dir(), self.file_mode());
+    }
+
+    /// Closes the spare lock files (an embedder about to fork: `lock_spares.rs`).
+    pub fn drop_spare_locks(&self) {
+        self.spare_locks.drop_all();
+    }
+
     /// Takes the compile lock for `key`, waiting up to `timeout`. On `Acquired`, look the key
     /// up again before compiling: another process may have stored it while we waited. On
     /// `TimedOut`, compile anyway.
@@ -416,13 +437,12 @@ impl Store {
         let start = Instant::now();
         let shard = self.layout.lock_shard_dir(key.digest());
         fsutil::ensure_private_dir(&shard, self.settings.dir_mode)?;
+        let path = self.layout.lock_path(key.digest());
+        if let Some(guard) = self.spare_locks.link(&path) {
+            return Ok(CompileLock::Acquired(guard));
+        }
         let what = format!("the compile lock on {key}");
-        match lock::acquire(
-            &self.layout.lock_path(key.digest()),
-            &what,
-            self.file_mode(),
-            timeout,
-        )? {
+        match lock::acquire(&path, &what, self.file_mode(), timeout)? {
             Some(guard) => Ok(CompileLock::Acquired(guard)),
             None => Ok(CompileLock::TimedOut {
                 waited: start.elapsed(),

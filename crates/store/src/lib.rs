@@ -43,6 +43,7 @@ mod index;
 mod key;
 mod layout;
 mod lock;
+mod lock_spares;
 mod manage;
 mod pins;
 mod prefetch_list;

@@ -42,6 +42,11 @@ pub struct CompileGuard {
 }
 
 impl CompileGuard {
+    /// The guard of `file`, locked by us and named `path`.
+    pub(super) fn new(file: File, path: PathBuf) -> Self {
+        CompileGuard { file, path }
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -132,13 +137,12 @@ pub fn acquire(
     }
 }
 
-/// Records our pid in the lock file, for the waiters' message. Best effort.
 /// Writes our pid into the lock file we hold, for the "held by" of waiters' messages. The file
 /// is usually fresh (holders remove theirs): it is written in place and cut only when an
 /// earlier holder left it longer. Never truncated to zero first: ext4 flushes a file truncated
 /// to zero to disk when it is closed (its replace-by-truncate heuristic), which costs more than
 /// the rest of a lock.
-fn note_holder(file: &File, len: u64) {
+pub(super) fn note_holder(file: &File, len: u64) {
     let line = format!("{}\n", std::process::id());
     let written = line.len() as u64;
     let _ = file
