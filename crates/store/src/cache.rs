@@ -111,6 +111,9 @@ pub struct Store {
     count_later: OnceLock<CountLater>,
     /// Compile lock files that worker made ahead (`make_spare_locks`).
     spare_locks: SpareLocks,
+    /// Lock shards this process has made or checked (once a process: only the owner of the
+    /// locks directory, or the team sharing it, could swap one afterwards).
+    lock_shards: fsutil::EnsuredDirs,
 }
 
 impl std::fmt::Debug for Store {
@@ -159,6 +162,7 @@ impl Store {
             history,
             count_later: OnceLock::new(),
             spare_locks: SpareLocks::default(),
+            lock_shards: fsutil::EnsuredDirs::default(),
         })
     }
 
@@ -417,6 +421,7 @@ impl Store {
     /// (`lock_spares.rs`): for an embedder's worker, off the compile's path. Best effort.
     pub fn make_spare_locks(&self) {
         if self.settings.read_only
+            || self.spare_locks.full()
             || fsutil::ensure_private_dir(self.layout.locks_dir(), self.settings.dir_mode).is_err()
         {
             return;
@@ -436,10 +441,14 @@ impl Store {
     pub fn lock_for_compile(&self, key: &CacheKey, timeout: Duration) -> Result<CompileLock> {
         let start = Instant::now();
         let shard = self.layout.lock_shard_dir(key.digest());
-        fsutil::ensure_private_dir(&shard, self.settings.dir_mode)?;
+        let known = self.lock_shards.ensure(&shard, self.settings.dir_mode)?;
         let path = self.layout.lock_path(key.digest());
         if let Some(guard) = self.spare_locks.link(&path) {
             return Ok(CompileLock::Acquired(guard));
+        }
+        if known {
+            // Checked earlier by this process: made again here in case it was removed since.
+            fsutil::ensure_private_dir(&shard, self.settings.dir_mode)?;
         }
         let what = format!("the compile lock on {key}");
         match lock::acquire(&path, &what, self.file_mode(), timeout)? {

@@ -3,10 +3,12 @@
 //! fsync directories, and check who owns a directory (or shares it with us through a group).
 //! No `unsafe`: `rustix` wraps the syscalls.
 
+use std::collections::HashSet;
 use std::fs::{self, File, Metadata};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use rustix::fs::{Mode, OFlags};
 
@@ -108,6 +110,26 @@ pub fn ensure_private_dir(dir: &Path, mode: u32) -> Result<(), StoreError> {
         Err(e) => return Err(StoreError::io("create directory", dir, e)),
     }
     check_dir(dir, mode)
+}
+
+/// Directories [`ensure_private_dir`] has made or checked in this process, so that a path taken
+/// on every miss (a compile lock's shard) pays its `mkdir` and `lstat` (~50 µs) once, not each
+/// time. Bounded by its caller: a cache has 256 lock shards.
+#[derive(Debug, Default)]
+pub struct EnsuredDirs(Mutex<HashSet<PathBuf>>);
+
+impl EnsuredDirs {
+    /// As [`ensure_private_dir`], unless this process ensured `dir` before. True when it had:
+    /// a caller that then finds `dir` gone (removed since) calls [`ensure_private_dir`] itself.
+    pub fn ensure(&self, dir: &Path, mode: u32) -> Result<bool, StoreError> {
+        let mut known = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if known.contains(dir) {
+            return Ok(true);
+        }
+        ensure_private_dir(dir, mode)?;
+        known.insert(dir.to_owned());
+        Ok(false)
+    }
 }
 
 /// Checks that `dir` is a directory, not a symlink, owned by this user (or, when `mode` shares

@@ -64,7 +64,11 @@ impl SpareLocks {
         self.lock().1.clear();
     }
 
-    #[cfg(test)]
+    /// True when every spare is made: nothing for [`SpareLocks::fill`] to do.
+    pub fn full(&self) -> bool {
+        self.ready() == SPARES
+    }
+
     fn ready(&self) -> usize {
         self.lock().1.len()
     }
@@ -76,7 +80,8 @@ impl SpareLocks {
         let made = format!("/proc/self/fd/{}", file.as_raw_fd());
         match rustix::fs::linkat(CWD, made.as_str(), CWD, path, AtFlags::SYMLINK_FOLLOW) {
             Ok(()) => Some(CompileGuard::new(file, path.to_owned())),
-            Err(Errno::EXIST) => {
+            // A name that exists, or a directory removed since its caller checked it.
+            Err(Errno::EXIST | Errno::NOENT) => {
                 self.lock().1.push(file); // still unnamed: the next key's
                 None
             }

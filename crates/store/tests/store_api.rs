@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use crate::common::{self, T0, clock, days, files_under, fresh, key, open_at, payload};
 use mck_store::{
-    CacheKey, Clear, EntryState, Failure, ListFilter, Lookup, ManualClock, PutOutcome, SortBy,
-    Store, StoreError, Streamed, format,
+    CacheKey, Clear, CompileLock, EntryState, Failure, ListFilter, Lookup, ManualClock, PutOutcome,
+    SortBy, Store, StoreError, Streamed, format,
 };
 use serde_json::json;
 
@@ -849,6 +849,30 @@ fn gc_sweeps_stale_temp_files_and_unheld_locks() {
         "{report:?}"
     );
     assert!(!lock_path.exists());
+}
+
+/// A lock shard this process made once is not made again on each miss; one removed since
+/// (by hand, by another tool) is made again, with or without a spare lock file to link in.
+#[test]
+fn a_compile_lock_is_taken_after_its_shard_was_removed_behind_the_stores_back() {
+    let (_dir, _c, store) = fresh();
+    let k = key("l", "l");
+    let lock_path = store.layout().lock_path(k.digest());
+    for spares in [false, false, true, true] {
+        if spares {
+            store.make_spare_locks();
+        }
+        let taken = store
+            .lock_for_compile(&k, Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("spares {spares}: {e}"));
+        let CompileLock::Acquired(guard) = taken else {
+            panic!("spares {spares}: not acquired")
+        };
+        assert_eq!(guard.path(), lock_path);
+        assert!(lock_path.exists(), "spares {spares}");
+        drop(guard);
+        fs::remove_dir(lock_path.parent().unwrap()).unwrap();
+    }
 }
 
 #[test]
