@@ -61,6 +61,7 @@ pub(crate) type Prepare = fn(&Connection) -> rusqlite::Result<()>;
 fn connect(path: &Path, prepare: Prepare) -> rusqlite::Result<Connection> {
     let conn =
         Connection::open_with_flags(path, OpenFlags::default() | OpenFlags::SQLITE_OPEN_NOFOLLOW)?;
+    sqlite::keep_plans(&conn)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     sqlite::use_wal(&conn, "main")?;
     prepare(&conn)?;

@@ -268,6 +268,7 @@ impl Index {
         };
         let unwritten = sqlite::is_unwritten(path);
         let mut conn = Connection::open(path).map_err(classify)?;
+        sqlite::keep_plans(&conn).map_err(classify)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(classify)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(classify)?;
@@ -357,6 +358,7 @@ impl Index {
                 conn
             }
         };
+        sqlite::keep_plans(&conn)?;
         events::attach_read_only(&conn, counters)?;
         Ok(Index { conn, uses: None })
     }
@@ -900,6 +902,34 @@ mod tests {
             name: name.into(),
             ..row('a', 1, last_used)
         }
+    }
+
+    /// A cached statement keeps its plan from one use to the next: the worker lists a module on
+    /// every miss it explains, and planning the listing again cost ten times running it.
+    #[test]
+    fn cached_statements_are_not_planned_again_on_each_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut ix, _) = open_in(dir.path());
+        let filter = ListFilter {
+            limit: Some(2),
+            ..ListFilter::module("jit__lambda")
+        };
+        for n in 0..5 {
+            ix.upsert(
+                &named(n, "jit__lambda", i64::from(n)),
+                &[(Counter::Puts, 1)],
+            )
+            .unwrap();
+            assert_eq!(ix.list(&filter).unwrap().len(), 2.min(n as usize + 1));
+            ix.count_miss_reason("computation", i64::from(n)).unwrap();
+        }
+        let (sql, _) = list_query(&filter);
+        let replanned = ix
+            .conn
+            .prepare_cached(&sql)
+            .unwrap()
+            .get_status(rusqlite::StatementStatus::RePrepare);
+        assert_eq!(replanned, 0, "{sql}");
     }
 
     /// A module's newest entries are read in index order, never by sorting all of the module's

@@ -9,6 +9,20 @@ use rusqlite::ErrorCode;
 /// How long a statement waits for another process's write transaction.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Sets up a new connection the way every database of the cache uses it: keeps a statement's
+/// plan once made. Without this, SQLite marks a statement whose plan could use a bound value,
+/// and expires it when its bindings are cleared, which rusqlite does each time it takes a
+/// statement back into its cache: every cached query was parsed and planned again on each use
+/// (~12 µs, a tenth of the plan's cost to run). Our queries use their indexes whatever the
+/// values, and nothing is `ANALYZE`d for a value to inform.
+pub fn keep_plans(conn: &rusqlite::Connection) -> rusqlite::Result<()> {
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )
+    .map(|_| ())
+}
+
 /// True for errors that mean the database file itself is damaged.
 pub fn is_corruption(e: &rusqlite::Error) -> bool {
     matches!(

@@ -8,7 +8,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::Value;
 
-use mck_store::sqlite::{BUSY_TIMEOUT, retry_busy};
+use mck_store::sqlite::{BUSY_TIMEOUT, keep_plans, retry_busy};
 use mck_store::{Store, UnixMillis};
 
 use super::{AddressEntry, Db, RunEntry, RunSummary, RunningEntry, Scope, Tx, TxError, TxResult};
@@ -346,6 +346,7 @@ pub(crate) fn connect_for_pins(path: &Path) -> rusqlite::Result<Connection> {
     let flags =
         rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NOFOLLOW;
     let conn = Connection::open_with_flags(path, flags)?;
+    keep_plans(&conn)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     migrate(&conn)?;
     Ok(conn)
