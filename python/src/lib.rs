@@ -12,6 +12,7 @@ mod background;
 mod cli;
 mod key_record;
 mod prefetch;
+mod recent_records;
 
 mod remote_chain;
 mod xla_build;
@@ -295,6 +296,8 @@ struct Cache {
     xla_build_files_read: std::sync::atomic::AtomicUsize,
     /// Misses being counted and explained and entries being stored, off the compile's path.
     background: Arc<background::Background>,
+    /// The records of the misses explained lately, to explain the next ones against.
+    recent: Arc<recent_records::RecentRecords>,
 }
 
 /// A size: a byte count (int) or a string such as "10G".
@@ -416,6 +419,7 @@ impl Cache {
             xla_build: std::sync::OnceLock::new(),
             xla_build_files_read: std::sync::atomic::AtomicUsize::new(0),
             background,
+            recent: Arc::default(),
         })
     }
 
@@ -744,10 +748,16 @@ impl Cache {
             return Ok(None);
         };
         // The record is copied (to name the build) where it is explained, off the caller's path.
+        let recent = Arc::clone(&self.recent);
         let explain = move |store: &mck_store::Store| {
             let mut record = Arc::unwrap_or_clone(record);
             record.xla_build = build;
-            mck_exec::explain::explain_miss(store, &key, &record)
+            let cause = mck_exec::explain::explain_miss_recalling(store, &key, &record, |d| {
+                recent.recall(d)
+            });
+            // What this miss's entry will hold, once its compile has stored it.
+            recent.remember(key.digest().as_str(), Arc::new(record));
+            cause
         };
         if !wait {
             let store = tiered.local_shared();

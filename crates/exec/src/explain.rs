@@ -1,6 +1,8 @@
 //! A miss explained against the nearest stored entry of the same module: logged, counted by
 //! reason in `cache stats`, and left in the history with its cause (what `report` groups by).
 
+use std::sync::Arc;
+
 use mck_key::KeyRecord;
 use mck_key::explain::Explanation;
 use mck_store::history::What;
@@ -22,7 +24,19 @@ pub struct MissCause {
 /// Explains the miss of `key` (whose ingredients are `record`): logs it at info, counts its
 /// reason and records its cause in the history. `None` when the nearest entry cannot be read.
 pub fn explain_miss(store: &Store, key: &CacheKey, record: &KeyRecord) -> Option<MissCause> {
-    let cause = find_cause(store, key, record)?;
+    explain_miss_recalling(store, key, record, |_| None)
+}
+
+/// As [`explain_miss`], with the nearest entry's record taken from `recall` (by the entry's
+/// digest) when it knows it, rather than read from the entry's file: an embedder explaining
+/// its own misses one after another usually stored that entry itself moments before.
+pub fn explain_miss_recalling(
+    store: &Store,
+    key: &CacheKey,
+    record: &KeyRecord,
+    recall: impl Fn(&str) -> Option<Arc<KeyRecord>>,
+) -> Option<MissCause> {
+    let cause = find_cause(store, key, record, recall)?;
     store.count_miss_reason(stats_reason(cause.code));
     store.record_event(What::Cause {
         key: key.to_string(),
@@ -36,7 +50,12 @@ pub fn explain_miss(store: &Store, key: &CacheKey, record: &KeyRecord) -> Option
     Some(cause)
 }
 
-fn find_cause(store: &Store, key: &CacheKey, record: &KeyRecord) -> Option<MissCause> {
+fn find_cause(
+    store: &Store,
+    key: &CacheKey,
+    record: &KeyRecord,
+    recall: impl Fn(&str) -> Option<Arc<KeyRecord>>,
+) -> Option<MissCause> {
     // Two: the first may be this key's own entry, stored meanwhile by the compile this miss
     // started (a miss explained on a thread) or by another process.
     let filter = ListFilter {
@@ -77,10 +96,15 @@ fn find_cause(store: &Store, key: &CacheKey, record: &KeyRecord) -> Option<MissC
             format!("no stored entry of module {}", key.name()),
         );
     };
-    let meta = Digest::parse(&nearest.digest)
-        .and_then(|d| store.read_metadata(&d))
-        .ok()??;
-    let old = serde_json::from_value::<KeyRecord>(meta.ingredients).ok()?;
+    let old = match recall(&nearest.digest) {
+        Some(old) => old,
+        None => {
+            let meta = Digest::parse(&nearest.digest)
+                .and_then(|d| store.read_metadata(&d))
+                .ok()??;
+            Arc::new(serde_json::from_value::<KeyRecord>(meta.ingredients).ok()?)
+        }
+    };
     let explanation = mck_key::explain::explain(&old, record);
     let (code, detail) = what_moved(&explanation);
     Some(MissCause {
@@ -158,6 +182,53 @@ fn stats_reason(code: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(key: &str, build: &str) -> KeyRecord {
+        KeyRecord {
+            format: 1,
+            key: key.to_owned(),
+            module_name: "jit_f".to_owned(),
+            sha256: key.rsplit('-').next().unwrap_or_default().to_owned(),
+            recipe: "r".to_owned(),
+            entries: Vec::new(),
+            xla_build: Some(build.to_owned()),
+        }
+    }
+
+    /// The nearest entry's record comes from `recall` when it knows that entry's digest, and
+    /// from the entry's file otherwise: the two differ here (as they never do in use) so that
+    /// the explanation shows which was read.
+    #[test]
+    fn the_nearest_record_is_recalled_by_digest_before_its_file_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = mck_store::Settings {
+            cache_dir: dir.path().to_owned(),
+            ..mck_store::Settings::default()
+        };
+        let store = Store::open(&settings).unwrap();
+        let stored = CacheKey::parse(&format!("jit_f-{}", "a".repeat(64))).unwrap();
+        let missed = CacheKey::parse(&format!("jit_f-{}", "b".repeat(64))).unwrap();
+        let on_file = record(&stored.to_string(), "sha256:old");
+        store
+            .put(&stored, b"x", &serde_json::to_value(&on_file).unwrap())
+            .unwrap();
+        let now = record(&missed.to_string(), "sha256:new");
+
+        let read = explain_miss(&store, &missed, &now).unwrap();
+        assert_eq!(read.code, "xla_build", "{read:?}");
+
+        let asked = std::sync::Mutex::new(Vec::new());
+        let recalled = explain_miss_recalling(&store, &missed, &now, |digest| {
+            asked.lock().unwrap().push(digest.to_owned());
+            Some(Arc::new(record(&stored.to_string(), "sha256:new")))
+        })
+        .unwrap();
+        assert_eq!(recalled.code, "name", "{recalled:?}");
+        assert_eq!(*asked.lock().unwrap(), [stored.digest().as_str()]);
+
+        let unknown = explain_miss_recalling(&store, &missed, &now, |_| None).unwrap();
+        assert_eq!(unknown.code, "xla_build", "{unknown:?}");
+    }
 
     #[test]
     fn flag_changes_are_named_with_their_direction() {
