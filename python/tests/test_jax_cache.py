@@ -109,6 +109,58 @@ def test_changed_program_names_the_first_differing_operation(tmp_path, cache_dir
     assert "sine" in explained[0] and "cosine" in explained[0], explained[0]
 
 
+# Compiles `f` as each op of `spec["ops"]` in turn, one process, misses explained at WARNING;
+# with `spec["zero_fill"]`, every entry file is zero-filled before each compile but the first
+# (of this process) or before the first (`"before"`).
+RECALL = """
+import pathlib
+import jax.numpy as jnp
+import numpy as np
+import mlir_cache_key.jax as mj
+
+spec = json.loads(sys.argv[1])
+jax.config.update("jax_explain_cache_misses", True)
+mj.install(spec["cache_dir"])
+compiler_log = Lines("jax._src.compiler")
+
+def zero_fill():
+    for path in (pathlib.Path(spec["cache_dir"]) / "v1" / "entries").rglob("*"):
+        if path.is_file():
+            path.write_bytes(bytes(path.stat().st_size))
+
+for i, op in enumerate(spec["ops"]):
+    if i > 0 or spec["zero_fill"] == "before":
+        mj.installed().settle()
+        zero_fill()
+    def f(x):
+        return getattr(jnp, op)(x).sum()
+    jax.jit(f)(np.arange(8.0, dtype=np.float32))
+report(lines=compiler_log.take())
+"""
+
+
+def explained(result):
+    """The miss explanations against a stored entry's record (not "no stored entry")."""
+    return [t for level, t in result["lines"]
+            if level == "WARNING" and "nearest stored entry:\nnearest entry jit_f" in t]
+
+
+def test_a_miss_is_explained_against_the_record_this_process_stored_not_its_file(
+        tmp_path, cache_dir):
+    # The entry of sin is zero-filled before cos compiles: only what this process kept of it
+    # can name what moved.
+    kept = run(tmp_path, RECALL, args=[json.dumps(
+        dict(cache_dir=str(cache_dir), ops=["sin", "cos"], zero_fill="after"))])
+    lines = explained(kept)
+    assert len(lines) == 1 and "sine" in lines[0] and "cosine" in lines[0], kept["lines"]
+    # The control: a new process, every entry zero-filled, nothing kept: nothing explained.
+    control = run(tmp_path, RECALL, args=[json.dumps(
+        dict(cache_dir=str(cache_dir), ops=["tan"], zero_fill="before"))])
+    assert explained(control) == [], control["lines"]
+    assert any("PERSISTENT COMPILATION CACHE MISS for 'jit_f'" in t
+               for _, t in control["lines"]), control["lines"]
+
+
 def test_four_processes_compile_once(tmp_path, cache_dir):
     src = write_function(tmp_path, "a", loops=400)
     start_at = time.time() + 8

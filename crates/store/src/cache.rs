@@ -114,6 +114,8 @@ pub struct Store {
     /// Lock shards this process has made or checked (once a process: only the owner of the
     /// locks directory, or the team sharing it, could swap one afterwards).
     lock_shards: fsutil::EnsuredDirs,
+    /// Entry shards this process has made or checked, likewise (`entries/` is as private).
+    entry_shards: fsutil::EnsuredDirs,
 }
 
 impl std::fmt::Debug for Store {
@@ -163,6 +165,7 @@ impl Store {
             count_later: OnceLock::new(),
             spare_locks: SpareLocks::default(),
             lock_shards: fsutil::EnsuredDirs::default(),
+            entry_shards: fsutil::EnsuredDirs::default(),
         })
     }
 
@@ -509,17 +512,28 @@ impl Store {
         self.refuse_if_read_only()?;
         let digest = key.digest();
         let now = self.now();
-        fsutil::ensure_private_dir(&self.layout.entry_shard_dir(digest), self.settings.dir_mode)?;
+        let shard = self.layout.entry_shard_dir(digest);
+        let known = self.entry_shards.ensure(&shard, self.settings.dir_mode)?;
         let path = self.layout.entry_path(digest);
-        let size = atomic::publish(
-            self.layout.tmp_dir(),
-            ".entry-",
-            &path,
-            parts,
-            self.file_mode(),
-            ms_to_system_time(now),
-            fsync,
-        )?;
+        let publish = || {
+            atomic::publish(
+                self.layout.tmp_dir(),
+                ".entry-",
+                &path,
+                parts,
+                self.file_mode(),
+                ms_to_system_time(now),
+                fsync,
+            )
+        };
+        let size = match publish() {
+            // Checked earlier by this process and removed since: made again, written again.
+            Err(_) if known && !shard.is_dir() => {
+                fsutil::ensure_private_dir(&shard, self.settings.dir_mode)?;
+                publish()?
+            }
+            written => written?,
+        };
         self.record_published(key, meta, artefact_size, size, now, path)
     }
 
@@ -587,9 +601,9 @@ impl Store {
             compile_ms: compile_ms_of(&meta.ingredients),
             failed: meta.state == EntryState::Failed,
         });
-        self.index_best_effort("record a new entry", |ix| ix.upsert(&row, &bumps));
-        match self.with_index("read totals", |ix| ix.totals()) {
-            Ok((_, total)) if total > self.settings.max_size => {
+        // (Never read-only here: a read-only cache refuses to publish.)
+        match self.with_index("record a new entry", |ix| ix.upsert(&row, &bumps)) {
+            Ok(total) if total > self.settings.max_size => {
                 if let Err(e) = self.evict_now(Some(digest)) {
                     warn!("eviction after storing {key} failed: {e}");
                 }

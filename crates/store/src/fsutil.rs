@@ -113,8 +113,8 @@ pub fn ensure_private_dir(dir: &Path, mode: u32) -> Result<(), StoreError> {
 }
 
 /// Directories [`ensure_private_dir`] has made or checked in this process, so that a path taken
-/// on every miss (a compile lock's shard) pays its `mkdir` and `lstat` (~50 µs) once, not each
-/// time. Bounded by its caller: a cache has 256 lock shards.
+/// on every miss (a compile lock's shard, an entry's shard) pays its `mkdir` and `lstat`
+/// (~50 µs) once, not each time. Bounded by its caller: a cache has 256 shards of each.
 #[derive(Debug, Default)]
 pub struct EnsuredDirs(Mutex<HashSet<PathBuf>>);
 

@@ -477,14 +477,18 @@ impl Index {
         tx.commit()
     }
 
-    /// Inserts or replaces a row and bumps the given counters, in one transaction.
-    pub fn upsert(&mut self, row: &Row, bumps: &[(Counter, i64)]) -> rusqlite::Result<()> {
+    /// Inserts or replaces a row and bumps the given counters, in one transaction; returns the
+    /// entries' total bytes after it (read in that transaction: a store checks its cap without
+    /// a read of its own).
+    pub fn upsert(&mut self, row: &Row, bumps: &[(Counter, i64)]) -> rusqlite::Result<u64> {
         let tx = self.write()?;
         upsert_in(&tx, row)?;
         for (c, by) in bumps {
             bump(&tx, *c, *by)?;
         }
-        tx.commit()
+        let total = size_counter(&tx, "total_bytes")?;
+        tx.commit()?;
+        Ok(total)
     }
 
     /// Inserts a row unless one exists (self-healing a file found without a row).
@@ -520,9 +524,12 @@ impl Index {
 
     /// Entry count and total bytes (trigger-maintained, O(1); the use log does not move them).
     pub fn totals(&self) -> rusqlite::Result<(u64, u64)> {
-        let c = self.stored_counters()?;
-        let get = |k: &str| c.get(k).copied().unwrap_or(0).max(0) as u64;
-        Ok((get("entry_count"), get("total_bytes")))
+        // One read transaction for both (the event counters, in their own file, are not read).
+        let tx = self.conn.unchecked_transaction()?;
+        Ok((
+            size_counter(&tx, "entry_count")?,
+            size_counter(&tx, "total_bytes")?,
+        ))
     }
 
     /// Counts one hit of `counter` that names no entry (through the use log, no fsync).
@@ -588,13 +595,7 @@ impl Index {
         mut unlink: impl FnMut(&str),
     ) -> rusqlite::Result<EvictStep> {
         let tx = self.write()?;
-        let mut total: u64 = tx
-            .query_row(
-                "SELECT value FROM counters WHERE name = 'total_bytes'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )?
-            .max(0) as u64;
+        let mut total = size_counter(&tx, "total_bytes")?;
         let mut step = EvictStep {
             total_after: total,
             ..EvictStep::default()
@@ -781,6 +782,15 @@ fn list_query(filter: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
 /// Moves the use log's lines into the rows and counters of `tx`, the index's write lock held.
 /// A log that cannot be read or emptied is left for the next writer (its changes rolled back):
 /// what it holds is only ever a little stale.
+/// A size counter of this index (`entry_count`, `total_bytes`, `failed_count`; 0 if absent).
+fn size_counter(conn: &Connection, name: &str) -> rusqlite::Result<u64> {
+    let value = conn
+        .prepare_cached("SELECT value FROM main.counters WHERE name = ?1")?
+        .query_row([name], |r| r.get::<_, i64>(0))
+        .optional()?;
+    Ok(value.unwrap_or(0).max(0) as u64)
+}
+
 fn fold_into(tx: &Transaction<'_>, log: &UseLog) -> rusqlite::Result<()> {
     // Folders queue on the index's write lock first, then take the log's.
     let drain = match log.drain() {
@@ -1029,13 +1039,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut ix, populated) = open_in(dir.path());
         assert!(!populated);
-        ix.upsert(&row('a', 10, 1), &[]).unwrap();
-        ix.upsert(&row('b', 20, 2), &[]).unwrap();
-        ix.upsert(&row('a', 15, 3), &[]).unwrap();
+        // Each upsert answers the total after it, as `totals` reads it.
+        assert_eq!(ix.upsert(&row('a', 10, 1), &[]).unwrap(), 10);
+        assert_eq!(ix.upsert(&row('b', 20, 2), &[]).unwrap(), 30);
+        assert_eq!(ix.upsert(&row('a', 15, 3), &[]).unwrap(), 35);
         assert_eq!(ix.totals().unwrap(), (2, 35));
         let mut failed = row('b', 5, 4);
         failed.state = EntryState::Failed;
-        ix.upsert(&failed, &[]).unwrap();
+        assert_eq!(ix.upsert(&failed, &[]).unwrap(), 20);
         assert_eq!(ix.counters().unwrap()["failed_count"], 1);
         ix.remove(&"b".repeat(64)).unwrap();
         assert_eq!(ix.totals().unwrap(), (1, 15));

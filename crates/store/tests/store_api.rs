@@ -875,6 +875,24 @@ fn a_compile_lock_is_taken_after_its_shard_was_removed_behind_the_stores_back() 
     }
 }
 
+/// An entry shard this process made once is not made again on each store; one removed since,
+/// with its entries, is made again and the entry stored in it.
+#[test]
+fn an_entry_is_stored_after_its_shard_was_removed_behind_the_stores_back() {
+    let (_dir, _c, store) = fresh();
+    let k = key("s", "s");
+    let shard = store.layout().entry_shard_dir(k.digest());
+    for round in 0..3u8 {
+        let bytes = [round; 3];
+        store
+            .put(&k, &bytes, &json!({}))
+            .unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(hit_bytes(&store, &k).as_deref(), Some(&bytes[..]));
+        fs::remove_dir_all(&shard).unwrap();
+        assert_eq!(hit_bytes(&store, &k), None, "round {round}");
+    }
+}
+
 #[test]
 fn full_disk_is_an_error_naming_the_path_and_leaves_nothing() {
     // A real full filesystem: a 256 KiB tmpfs.
