@@ -257,12 +257,20 @@ fn ingredients(record: Option<&str>) -> PyResult<Value> {
     }
 }
 
-/// An entry's ingredients as stored: the record, with the XLA `build` that compiled it.
-fn entry_ingredients((ingredients, build): (Ingredients, Option<String>)) -> Value {
-    let ingredients = ingredients.value();
-    match (build, ingredients.is_object()) {
-        (Some(build), true) => xla_build::with_build(ingredients, &build),
-        _ => ingredients,
+/// What an entry keeps of its key: the record, and the XLA build that compiled it when named.
+struct EntryIngredients {
+    record: Ingredients,
+    xla_build: Option<String>,
+}
+
+impl EntryIngredients {
+    /// The ingredients as stored: the record, with the build written into it.
+    fn into_value(self) -> Value {
+        let record = self.record.value();
+        match (self.xla_build, record.is_object()) {
+            (Some(build), true) => xla_build::with_build(record, &build),
+            _ => record,
+        }
     }
 }
 
@@ -335,14 +343,16 @@ impl Cache {
         }
     }
 
-    /// The ingredients an entry keeps: the key's `record`, to be written with the XLA build
-    /// when named (`entry_ingredients`).
-    fn ingredients(&self, record: Option<&RecordArg>) -> PyResult<(Ingredients, Option<String>)> {
-        let ingredients = match record {
+    /// The ingredients an entry keeps: the key's `record`, and this process's XLA build.
+    fn ingredients(&self, record: Option<&RecordArg>) -> PyResult<EntryIngredients> {
+        let record = match record {
             Some(record) => record.ingredients()?,
             None => Ingredients::Parsed(Value::Null),
         };
-        Ok((ingredients, self.xla_build.get().cloned()))
+        Ok(EntryIngredients {
+            record,
+            xla_build: self.xla_build.get().cloned(),
+        })
     }
 }
 
@@ -561,7 +571,7 @@ impl Cache {
             py.detach(|| {
                 // After any store of the key still queued: the last put wins.
                 self.background.settle_store(&key.to_string());
-                tiered.put(&key, value, &entry_ingredients(ingredients))
+                tiered.put(&key, value, &ingredients.into_value())
             })
             .map_err(store_error)?;
         }
@@ -643,7 +653,7 @@ impl Cache {
                 };
                 let tiered = Arc::clone(tiered);
                 let store = move || {
-                    tiered.store_compiled(unstored, &compiled, &entry_ingredients(ingredients));
+                    tiered.store_compiled(unstored, &compiled, &ingredients.into_value());
                     // The next miss's lock file, made here rather than on its compiling thread.
                     if store_later {
                         tiered.local().make_spare_locks();
