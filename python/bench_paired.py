@@ -5,19 +5,21 @@ swamps a cache's ~1-4 % share of a miss; batches a few seconds apart in one proc
 their machine, memory layout and XLA thread pool, so the ratio of a pair is the caches' own.
 
 Run with a test venv: `target/py-venv/bin/python python/bench_paired.py [--pairs 12]
-[--batch 25] [--shape tanh|mlp]`. Each pair is one batch under each cache, in ABBA order:
-`--batch` new programs compiled (cold: every lookup misses and stores), then after
+[--batch 25] [--shape tanh|mlp] [--save FILE]`. Each pair is one batch under each cache, in
+ABBA order: `--batch` new programs compiled (cold: every lookup misses and stores), then after
 `jax.clear_caches()` the same programs again (warm: every lookup hits). Ours is
 `install(prefetch=False)` (a prefetch needs a run before this process), timed until its
 worker has finished what the batch left it; `install()` itself is not timed here
 (`bench_small.py` times it). Prints per-pair ratios ours / JAX's: median with its 95 %
 confidence interval (distribution-free, from order statistics: ours is under JAX's with
-confidence when the interval's top is under 1), quartiles, range, and how many pairs were under 1.
+confidence when the interval's top is under 1), quartiles, range, and how many pairs were under 1
+(a sign test: pairs of several runs of one build add up). `--save`: each batch's seconds as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import pathlib
@@ -100,6 +102,8 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=12)
     parser.add_argument("--batch", type=int, default=25, help="programs a batch")
     parser.add_argument("--shape", choices=("tanh", "mlp"), default="tanh")
+    parser.add_argument("--save", metavar="FILE",
+                        help="also write each pair's seconds (JSON), for a later look at the pairs")
     args = parser.parse_args()
     if args.pairs < 2 or args.batch < 1:
         sys.exit("need --pairs ≥ 2 and --batch ≥ 1")
@@ -119,6 +123,10 @@ def main() -> None:
                 cold, warm = timed_batch(cache, dirs[cache], indices, program)
                 times[cache]["cold"].append(cold)
                 times[cache]["warm"].append(warm)
+    if args.save:
+        with open(args.save, "w") as out:
+            json.dump({"jax": jax.__version__, "shape": args.shape, "batch": args.batch,
+                       "seconds": times}, out, indent=1)
     print(f"jax {jax.__version__}, {args.pairs} pairs of {args.batch} {args.shape} programs "
           f"in one process, ABBA order; seconds a batch: median (best)")
     print("| phase | JAX's cache | ours | ours / JAX's, per pair | sum of ours / sum of JAX's |")
