@@ -103,7 +103,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=25, help="programs a batch")
     parser.add_argument("--shape", choices=("tanh", "mlp"), default="tanh")
     parser.add_argument("--save", metavar="FILE",
-                        help="also write each pair's seconds (JSON), for a later look at the pairs")
+                        help="also write each batch's seconds (JSON), for a later look at the pairs")
     args = parser.parse_args()
     if args.pairs < 2 or args.batch < 1:
         sys.exit("need --pairs ≥ 2 and --batch ≥ 1")

@@ -109,9 +109,9 @@ def test_changed_program_names_the_first_differing_operation(tmp_path, cache_dir
     assert "sine" in explained[0] and "cosine" in explained[0], explained[0]
 
 
-# Compiles `f` as each op of `spec["ops"]` in turn, one process, misses explained at WARNING;
-# with `spec["zero_fill"]`, every entry file is zero-filled before each compile but the first
-# (of this process) or before the first (`"before"`).
+# Compiles `f` as each op of `spec["ops"]` in turn, one process, misses explained at WARNING.
+# Every entry file is zero-filled before each compile but the first, and before the first too
+# when `spec["zero_fill_first"]`.
 RECALL = """
 import pathlib
 import jax.numpy as jnp
@@ -129,7 +129,7 @@ def zero_fill():
             path.write_bytes(bytes(path.stat().st_size))
 
 for i, op in enumerate(spec["ops"]):
-    if i > 0 or spec["zero_fill"] == "before":
+    if i > 0 or spec["zero_fill_first"]:
         mj.installed().settle()
         zero_fill()
     def f(x):
@@ -150,12 +150,12 @@ def test_a_miss_is_explained_against_the_record_this_process_stored_not_its_file
     # The entry of sin is zero-filled before cos compiles: only what this process kept of it
     # can name what moved.
     kept = run(tmp_path, RECALL, args=[json.dumps(
-        dict(cache_dir=str(cache_dir), ops=["sin", "cos"], zero_fill="after"))])
+        dict(cache_dir=str(cache_dir), ops=["sin", "cos"], zero_fill_first=False))])
     lines = explained(kept)
     assert len(lines) == 1 and "sine" in lines[0] and "cosine" in lines[0], kept["lines"]
     # The control: a new process, every entry zero-filled, nothing kept: nothing explained.
     control = run(tmp_path, RECALL, args=[json.dumps(
-        dict(cache_dir=str(cache_dir), ops=["tan"], zero_fill="before"))])
+        dict(cache_dir=str(cache_dir), ops=["tan"], zero_fill_first=True))])
     assert explained(control) == [], control["lines"]
     assert any("PERSISTENT COMPILATION CACHE MISS for 'jit_f'" in t
                for _, t in control["lines"]), control["lines"]

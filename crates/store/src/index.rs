@@ -779,9 +779,6 @@ fn list_query(filter: &ListFilter) -> (String, Vec<rusqlite::types::Value>) {
     (sql, args)
 }
 
-/// Moves the use log's lines into the rows and counters of `tx`, the index's write lock held.
-/// A log that cannot be read or emptied is left for the next writer (its changes rolled back):
-/// what it holds is only ever a little stale.
 /// A size counter of this index (`entry_count`, `total_bytes`, `failed_count`; 0 if absent).
 fn size_counter(conn: &Connection, name: &str) -> rusqlite::Result<u64> {
     let value = conn
@@ -791,6 +788,9 @@ fn size_counter(conn: &Connection, name: &str) -> rusqlite::Result<u64> {
     Ok(value.unwrap_or(0).max(0) as u64)
 }
 
+/// Moves the use log's lines into the rows and counters of `tx`, the index's write lock held.
+/// A log that cannot be read or emptied is left for the next writer (its changes rolled back):
+/// what it holds is only ever a little stale.
 fn fold_into(tx: &Transaction<'_>, log: &UseLog) -> rusqlite::Result<()> {
     // Folders queue on the index's write lock first, then take the log's.
     let drain = match log.drain() {
