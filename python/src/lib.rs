@@ -654,9 +654,9 @@ impl Cache {
                 let tiered = Arc::clone(tiered);
                 let store = move || {
                     tiered.store_compiled(unstored, &compiled, &ingredients.into_value());
-                    // The next miss's lock file, made here rather than on its compiling thread.
+                    // Lock files and shards for the next misses, made here, off their compiling threads.
                     if store_later {
-                        tiered.local().make_spare_locks();
+                        tiered.local().make_locks_ahead();
                     }
                 };
                 // Later: on the worker, the claim held until it is stored, so the caller goes

@@ -29,7 +29,7 @@ use super::index::{Counter, Index, Row};
 use super::key::{CacheKey, Digest};
 use super::layout::Layout;
 use super::lock::{self, CompileLock};
-use super::lock_spares::SpareLocks;
+use super::lock_spares::{ShardsAhead, SpareLocks};
 use super::pins::Pins;
 use super::settings::Settings;
 use super::sqlite::{is_corruption, retry_busy};
@@ -109,8 +109,10 @@ pub struct Store {
     history: History,
     /// Set by an embedder with a worker thread: misses are counted there.
     count_later: OnceLock<CountLater>,
-    /// Compile lock files that worker made ahead (`make_spare_locks`).
+    /// Compile lock files that worker made ahead (`make_locks_ahead`).
     spare_locks: SpareLocks,
+    /// The lock shards it has still to make ahead.
+    lock_shards_ahead: ShardsAhead,
     /// Lock shards this process has made or checked (once a process: only the owner of the
     /// locks directory, or the team sharing it, could swap one afterwards).
     lock_shards: fsutil::EnsuredDirs,
@@ -164,6 +166,7 @@ impl Store {
             history,
             count_later: OnceLock::new(),
             spare_locks: SpareLocks::default(),
+            lock_shards_ahead: ShardsAhead::default(),
             lock_shards: fsutil::EnsuredDirs::default(),
             entry_shards: fsutil::EnsuredDirs::default(),
         })
@@ -420,17 +423,21 @@ impl Store {
         Ok(self.with_index("read totals", |ix| ix.totals())?.1)
     }
 
-    /// Makes compile lock files ahead of need, for the next `lock_for_compile`s to link in
-    /// (`lock_spares.rs`): for an embedder's worker, off the compile's path. Best effort.
-    pub fn make_spare_locks(&self) {
+    /// Makes compile locks ahead of need, for the next `lock_for_compile`s (`lock_spares.rs`):
+    /// spare lock files to link in, and a few more lock shards a call until all exist. For an
+    /// embedder's worker, off the compile's path. Best effort.
+    pub fn make_locks_ahead(&self) {
+        let dir = self.layout.locks_dir();
         if self.settings.read_only
-            || self.spare_locks.full()
-            || fsutil::ensure_private_dir(self.layout.locks_dir(), self.settings.dir_mode).is_err()
+            || fsutil::ensure_private_dir(dir, self.settings.dir_mode).is_err()
         {
             return;
         }
-        self.spare_locks
-            .fill(self.layout.locks_dir(), self.file_mode());
+        self.lock_shards_ahead
+            .make(dir, &self.lock_shards, self.settings.dir_mode);
+        if !self.spare_locks.full() {
+            self.spare_locks.fill(dir, self.file_mode());
+        }
     }
 
     /// Closes the spare lock files (an embedder about to fork: `lock_spares.rs`).

@@ -44,6 +44,11 @@ impl Digest {
     }
 }
 
+/// The name of shard `i`: as [`Digest::shard`] names a digest's, `00` to `ff` (256 shards).
+pub fn shard_name(i: u8) -> String {
+    format!("{i:02x}")
+}
+
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
@@ -155,6 +160,17 @@ mod tests {
         assert_eq!(k.digest().as_str(), HEX);
         assert_eq!(k.digest().shard(), "01");
         assert_eq!(k.to_string(), format!("jit-my-fn-{HEX}"));
+    }
+
+    #[test]
+    fn shard_names_are_the_shards_digests_fall_in() {
+        let names: Vec<String> = (0..=u8::MAX).map(shard_name).collect();
+        for first in ["00", "0a", "7f", "a0", "ff"] {
+            let digest = Digest::parse(&format!("{first}{}", &HEX[2..])).unwrap();
+            assert!(names.iter().any(|n| n == digest.shard()), "{first}");
+        }
+        let distinct: std::collections::HashSet<&String> = names.iter().collect();
+        assert_eq!(distinct.len(), 256);
     }
 
     #[test]

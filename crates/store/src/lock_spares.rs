@@ -7,6 +7,10 @@
 //! replaces a name: where one exists (a holder's, or a killed holder's file), the spare is kept
 //! and `acquire` takes over. A spare is unnamed until linked, so a killed process leaves none.
 //!
+//! A fresh cache's lock shards are made ahead likewise ([`ShardsAhead`]): a few each time the
+//! worker makes spares, so that its first misses do not each make their shard directory
+//! (`mkdir`, `chmod`, `lstat`) on the compiling thread.
+//!
 //! A forked child shares its parent's spares (their locks with them): the child never links
 //! one (spares are the process's that made them), and an embedder that forks drops its spares
 //! first (`drop_all`), or a child holding a copy would keep a lock its parent released.
@@ -14,12 +18,15 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rustix::fs::{AtFlags, CWD, Mode, OFlags};
 use rustix::io::Errno;
 use tracing::debug;
 
+use super::fsutil::EnsuredDirs;
+use super::key::shard_name;
 use super::lock::{CompileGuard, note_holder};
 
 /// Spares kept ready: one a miss, and one for a second thread's.
@@ -89,6 +96,41 @@ impl SpareLocks {
                 // No /proc, or a directory that refuses links: this spare goes.
                 debug!("cannot link a spare lock file at {}: {e}", path.display());
                 None
+            }
+        }
+    }
+}
+
+/// Lock shards made or checked a call of [`ShardsAhead::make`]: 256 after 64 misses.
+const SHARDS_A_CALL: usize = 4;
+
+/// Which lock shards are still to be made ahead, in name order.
+#[derive(Debug, Default)]
+pub struct ShardsAhead {
+    next: AtomicUsize,
+}
+
+impl ShardsAhead {
+    /// Makes (or checks) the next [`SHARDS_A_CALL`] lock shards in `dir` (the locks directory)
+    /// that `ensured` does not hold yet, adding them to it; nothing once all 256 are.
+    pub fn make(&self, dir: &Path, ensured: &EnsuredDirs, mode: u32) {
+        let mut made = 0;
+        while made < SHARDS_A_CALL {
+            if self.next.load(Ordering::Relaxed) > usize::from(u8::MAX) {
+                return; // all made
+            }
+            // Each shard to one caller, however many threads call.
+            let Ok(shard) = u8::try_from(self.next.fetch_add(1, Ordering::Relaxed)) else {
+                return;
+            };
+            match ensured.ensure(&dir.join(shard_name(shard)), mode) {
+                Ok(true) => {} // a claim made it first
+                Ok(false) => made += 1,
+                Err(e) => {
+                    // Left to the claim that needs it, which reports what is wrong.
+                    debug!("lock shard {} not made ahead: {e}", shard_name(shard));
+                    return;
+                }
             }
         }
     }

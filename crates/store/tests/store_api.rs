@@ -860,7 +860,7 @@ fn a_compile_lock_is_taken_after_its_shard_was_removed_behind_the_stores_back() 
     let lock_path = store.layout().lock_path(k.digest());
     for spares in [false, false, true, true] {
         if spares {
-            store.make_spare_locks();
+            store.make_locks_ahead();
         }
         let taken = store
             .lock_for_compile(&k, Duration::from_secs(5))
@@ -873,6 +873,44 @@ fn a_compile_lock_is_taken_after_its_shard_was_removed_behind_the_stores_back() 
         drop(guard);
         fs::remove_dir(lock_path.parent().unwrap()).unwrap();
     }
+}
+
+/// A worker's `make_locks_ahead` makes a fresh cache's lock shards a few a call, each with the
+/// cache's directory mode, until all 256 exist; a claim then finds its shard made.
+#[test]
+fn lock_shards_are_made_ahead_a_few_at_a_time_until_all_exist() {
+    let (_dir, _c, store) = fresh();
+    let locks = store.layout().locks_dir().to_owned();
+    let shards = || -> Vec<fs::DirEntry> {
+        fs::read_dir(&locks)
+            .map(|dirs| dirs.map(Result::unwrap).collect())
+            .unwrap_or_default()
+    };
+    assert!(shards().is_empty(), "a fresh cache has none");
+    store.make_locks_ahead();
+    let first = shards().len();
+    assert!((1..256).contains(&first), "a few a call, not all: {first}");
+    for _ in 0..256 {
+        store.make_locks_ahead();
+    }
+    let all = shards();
+    assert_eq!(all.len(), 256);
+    for shard in &all {
+        let meta = shard.metadata().unwrap();
+        assert!(meta.is_dir(), "{:?}", shard.path());
+        assert_eq!(
+            meta.permissions().mode() & 0o777,
+            0o700,
+            "{:?}",
+            shard.path()
+        );
+    }
+    let k = key("l", "l");
+    let shard = store.layout().lock_shard_dir(k.digest());
+    assert!(shard.is_dir(), "the shard a claim needs is one of them");
+    let CompileLock::Acquired(_guard) = store.lock_for_compile(&k, Duration::ZERO).unwrap() else {
+        panic!("not acquired")
+    };
 }
 
 /// An entry shard this process made once is not made again on each store; one removed since,
