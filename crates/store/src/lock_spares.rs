@@ -200,6 +200,32 @@ mod tests {
     }
 
     #[test]
+    fn shards_made_ahead_from_two_threads_are_all_256_none_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ahead, ensured) = (ShardsAhead::default(), EnsuredDirs::default());
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    for _ in 0..256 {
+                        ahead.make(dir.path(), &ensured, 0o700);
+                    }
+                });
+            }
+        });
+        let mut made: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        made.sort();
+        let all: Vec<String> = (0..=u8::MAX).map(shard_name).collect();
+        assert_eq!(made, all);
+        assert!(
+            ahead.next.load(Ordering::Relaxed) <= 256 + 2,
+            "past the last shard, a call only looks"
+        );
+    }
+
+    #[test]
     fn a_name_that_exists_is_left_to_acquire_and_the_spare_kept() {
         let dir = tempfile::tempdir().unwrap();
         let spares = SpareLocks::default();
