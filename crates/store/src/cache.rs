@@ -429,6 +429,7 @@ impl Store {
     pub fn make_locks_ahead(&self) {
         let dir = self.layout.locks_dir();
         if self.settings.read_only
+            || (self.spare_locks.full() && self.lock_shards_ahead.done())
             || fsutil::ensure_private_dir(dir, self.settings.dir_mode).is_err()
         {
             return;

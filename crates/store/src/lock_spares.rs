@@ -111,13 +111,18 @@ pub struct ShardsAhead {
 }
 
 impl ShardsAhead {
+    /// True once every lock shard was made or checked: nothing left for [`ShardsAhead::make`].
+    pub fn done(&self) -> bool {
+        self.next.load(Ordering::Relaxed) > usize::from(u8::MAX)
+    }
+
     /// Makes (or checks) the next [`SHARDS_A_CALL`] lock shards in `dir` (the locks directory)
     /// that `ensured` does not hold yet, adding them to it; nothing once all 256 are.
     pub fn make(&self, dir: &Path, ensured: &EnsuredDirs, mode: u32) {
         let mut made = 0;
         while made < SHARDS_A_CALL {
-            if self.next.load(Ordering::Relaxed) > usize::from(u8::MAX) {
-                return; // all made
+            if self.done() {
+                return;
             }
             // Each shard to one caller, however many threads call.
             let Ok(shard) = u8::try_from(self.next.fetch_add(1, Ordering::Relaxed)) else {
@@ -219,6 +224,7 @@ mod tests {
         made.sort();
         let all: Vec<String> = (0..=u8::MAX).map(shard_name).collect();
         assert_eq!(made, all);
+        assert!(ahead.done());
         assert!(
             ahead.next.load(Ordering::Relaxed) <= 256 + 2,
             "past the last shard, a call only looks"
