@@ -38,7 +38,6 @@ sys.path.append(str(HERE))  # after the installed package: only for bench_progra
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402
-from jax._src import compilation_cache  # noqa: E402
 
 import mlir_cache_key.jax as mj  # noqa: E402
 from bench_programs import programs  # noqa: E402
@@ -52,8 +51,7 @@ HITS, MISSES = "/jax/compilation_cache/cache_hits", "/jax/compilation_cache/cach
 
 def jax_compression() -> str:
     """What JAX's own cache compresses its entries with in this process."""
-    zstd = any(getattr(compilation_cache, name, None) is not None for name in ("zstd", "zstandard"))
-    return "zstd" if zstd else "zlib level 6"
+    return "zstd" if mj.J.jax_writes_zstd() else "zlib level 6"
 
 
 def timed_batch(cache: str, directory: str, indices: range, program) -> tuple[float, float]:

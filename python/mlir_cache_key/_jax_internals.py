@@ -304,6 +304,13 @@ def jax_compression() -> str:
     return "zstandard" if compilation_cache.zstandard is not None else "zlib"
 
 
+def jax_writes_zstd() -> bool:
+    """Whether JAX's cache compresses its values with zstd: `zstandard` installed, or Python
+    ≥ 3.14's `compression.zstd` (which the key's compression entry above does not name)."""
+    cc = compilation_cache
+    return getattr(cc, "zstd", None) is not None or cc.zstandard is not None
+
+
 # --- settings -----------------------------------------------------------------
 
 
@@ -417,7 +424,7 @@ def entry_value(executable, compile_secs: float) -> bytes:
     """A cache value in JAX's format: compile time + executable, compressed."""
     cc = compilation_cache
     value = cc.combine_executable_and_time(executable.serialize(), int(compile_secs))
-    if getattr(cc, "zstd", None) is not None or cc.zstandard is not None:
+    if jax_writes_zstd():
         return cc.compress_executable(value)
     return zlib.compress(value, 0 if len(value) < _STORED_BELOW else 1)
 
