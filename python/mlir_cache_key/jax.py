@@ -403,24 +403,38 @@ def _record_with_text(computed: _Computed):
     return computed.handle.texted(text)
 
 
-def _entry_value(executable, compile_secs, module_name, cache_key) -> bytes | None:
-    """What JAX's `_cache_write` would store, or None where it would not."""
+def _entry_value(executable, compile_secs, module_name, cache_key):
+    """What JAX's `_cache_write` would store, or None where it would not. Under JAX's default
+    minimum entry size (none), a function that makes the bytes, which the cache's worker calls
+    while this thread compiles the next program: serializing holds the GIL for ~0.8 ms a miss."""
     level = _miss_level()
     min_secs = J.setting("persistent_cache_min_compile_time_secs")
     if compile_secs < min_secs:
         J.compiler_logger.log(level, "Not writing persistent cache entry for '%s' because it took "
                               "< %.2f seconds to compile (%.2fs)", module_name, min_secs, compile_secs)
         return None
-    value = J.entry_value(executable, compile_secs)
     min_size = J.setting("persistent_cache_min_entry_size_bytes")
-    if len(value) < min_size:
+    value = J.entry_value(executable, compile_secs) if min_size > 0 else None
+    if value is not None and len(value) < min_size:
         J.cache_logger.log(level, "Not writing persistent cache entry with key %r since its size"
                            " (%d bytes) is less than threshold (%d bytes)", cache_key, len(value), min_size)
         return None
     J.cache_logger.log(level, "Writing %s to persistent compilation cache with key %r",
                        module_name, cache_key)
     J.record_event("/jax/compilation_cache/cache_misses")
-    return value
+    if value is not None:
+        return value
+    return functools.partial(_value_later, executable, compile_secs, cache_key)
+
+
+def _value_later(executable, compile_secs, cache_key) -> bytes | None:
+    """The entry's bytes, made on the cache's worker (None: not stored, the compile stands)."""
+    try:
+        return J.entry_value(executable, compile_secs)
+    except Exception as ex:
+        _log.warning("mlir-cache-key: cannot serialize the executable of %s (%s); not stored",
+                     cache_key, ex)
+        return None
 
 
 def _compile_and_write_cache(backend, computation, executable_devices, compile_options,
@@ -680,6 +694,8 @@ def _uninstall_locked() -> None:
     if state is None:
         return
     state.patches.undo()
+    # What it compiled is stored before the cache is let go (the exit's settle is then not ours).
+    state.cache.settle()
     if state.prefetcher is not None:
         state.prefetcher.finish()
     if state.set_dir:

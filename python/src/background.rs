@@ -8,10 +8,15 @@
 //! lookup of that key in this process must see it). A process forked from one with a worker
 //! starts its own (the worker is not copied by `fork`), and does not wait for what its parent
 //! queued.
+//!
+//! A job that needs the interpreter (serializing an executable holds the GIL for ~0.8 ms) waits
+//! at the `Gate` for a moment the caller's thread does not need it: while a compile runs there
+//! (the GIL is free for tens of milliseconds), while someone settles, or after its patience.
 
 use std::collections::HashMap;
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -23,6 +28,57 @@ pub struct Background {
     /// The worker's queue and the process that started it.
     queue: Mutex<Option<(u32, SyncSender<Job>)>>,
     pending: Arc<Pending>,
+    gate: Arc<Gate>,
+}
+
+/// Compiles running on callers' threads and callers settling: while either is above zero, a job
+/// that needs the interpreter takes it from nobody who is waiting for it.
+#[derive(Default)]
+pub struct Gate {
+    open: Mutex<Openers>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Openers {
+    compiling: usize,
+    settling: usize,
+}
+
+impl Gate {
+    fn lock(&self) -> MutexGuard<'_, Openers> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` with the gate held open (counted down again if `f` panics).
+    fn opened_while<T>(&self, count: fn(&mut Openers) -> &mut usize, f: impl FnOnce() -> T) -> T {
+        struct Close<'a>(&'a Gate, fn(&mut Openers) -> &mut usize);
+        impl Drop for Close<'_> {
+            fn drop(&mut self) {
+                *(self.1)(&mut self.0.lock()) -= 1;
+            }
+        }
+        *count(&mut self.lock()) += 1;
+        self.changed.notify_all();
+        let _close = Close(self, count);
+        f()
+    }
+
+    /// Waits until a compile runs or someone settles, or `patience` has passed.
+    pub fn wait(&self, patience: Duration) {
+        let deadline = Instant::now() + patience;
+        let mut open = self.lock();
+        while open.compiling == 0 && open.settling == 0 {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return;
+            };
+            open = self
+                .changed
+                .wait_timeout(open, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
 }
 
 /// Jobs submitted and not yet finished, and among them the stores, by key.
@@ -119,7 +175,10 @@ impl Background {
         if self.forked() {
             return;
         }
-        self.pending.wait_until(|counts| counts.jobs == 0);
+        self.gate.opened_while(
+            |o| &mut o.settling,
+            || self.pending.wait_until(|counts| counts.jobs == 0),
+        );
     }
 
     /// Waits until every store of `key` this process submitted has finished.
@@ -127,8 +186,23 @@ impl Background {
         if self.forked() {
             return;
         }
-        self.pending
-            .wait_until(|counts| !counts.stores.contains_key(key));
+        self.gate.opened_while(
+            |o| &mut o.settling,
+            || {
+                self.pending
+                    .wait_until(|counts| !counts.stores.contains_key(key))
+            },
+        );
+    }
+
+    /// Runs `compile` (which releases the interpreter while it compiles) with the gate open.
+    pub fn while_compiling<T>(&self, compile: impl FnOnce() -> T) -> T {
+        self.gate.opened_while(|o| &mut o.compiling, compile)
+    }
+
+    /// The gate a job that needs the interpreter waits at.
+    pub fn gate(&self) -> Arc<Gate> {
+        Arc::clone(&self.gate)
     }
 
     /// True in a process forked from the one that started the worker: the jobs counted are
@@ -215,6 +289,56 @@ mod tests {
             worker_nice > caller_nice,
             "worker nice {worker_nice}, caller's {caller_nice}"
         );
+    }
+
+    /// A job that waits at the gate, and reports when it passed it.
+    fn gated_job(background: &Background, patience: Duration) -> std::sync::mpsc::Receiver<()> {
+        let (passed, rx) = std::sync::mpsc::channel();
+        let gate = background.gate();
+        background.submit_store("k".into(), move || {
+            gate.wait(patience);
+            passed.send(()).unwrap();
+        });
+        rx
+    }
+
+    #[test]
+    fn a_gated_job_waits_for_a_compile_a_settle_or_its_patience() {
+        let background = Arc::new(Background::default());
+        let long = Duration::from_secs(600);
+        let gated = gated_job(&background, long);
+        assert!(
+            gated.recv_timeout(Duration::from_millis(100)).is_err(),
+            "nothing opened it"
+        );
+        background.while_compiling(|| gated.recv_timeout(Duration::from_secs(10)).unwrap());
+
+        // Closed again once the compile is over; a settle opens it.
+        let gated = gated_job(&background, long);
+        assert!(
+            gated.recv_timeout(Duration::from_millis(100)).is_err(),
+            "closed after the compile"
+        );
+        background.settle_store("k");
+        gated.recv_timeout(Duration::ZERO).expect("settled");
+
+        // Its patience runs out.
+        let started = Instant::now();
+        let gated = gated_job(&background, Duration::from_millis(50));
+        gated.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(started.elapsed() >= Duration::from_millis(50));
+
+        // A compile that panics still closes it.
+        let compiling = Arc::clone(&background);
+        let _ =
+            std::thread::spawn(move || compiling.while_compiling(|| panic!("a failed compile")))
+                .join();
+        let gated = gated_job(&background, long);
+        assert!(
+            gated.recv_timeout(Duration::from_millis(100)).is_err(),
+            "closed after a panic"
+        );
+        background.settle();
     }
 
     #[test]

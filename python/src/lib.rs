@@ -71,6 +71,26 @@ fn store_error(e: StoreError) -> PyErr {
     }
 }
 
+/// How long a value made later (`compile_once(store_later=True)`) waits for the interpreter
+/// to be free before taking it anyway: the key stays claimed meanwhile.
+const VALUE_PATIENCE: Duration = Duration::from_millis(100);
+
+/// The entry `make()` returns, on the worker: its bytes, or nothing to store (None, or an
+/// exception, which is logged and never reaches the compile's caller).
+fn value_made_later(make: Py<PyAny>, key: &str) -> Compiled {
+    Python::attach(|py| {
+        let made = make
+            .call0(py)
+            .and_then(|v| v.extract::<Option<Vec<u8>>>(py));
+        drop(make);
+        match made {
+            Ok(Some(bytes)) => Compiled::Success(bytes),
+            Ok(None) => Compiled::Abandoned(format!("nothing to store for {key}")),
+            Err(e) => Compiled::Abandoned(format!("could not make the entry of {key}: {e}")),
+        }
+    })
+}
+
 fn runs_error(e: mck_runs::RunsError) -> PyErr {
     match e {
         mck_runs::RunsError::Store(e) => store_error(e),
@@ -590,7 +610,11 @@ impl Cache {
     /// stored on the cache's worker, after this returns; the key stays claimed
     /// until it is (other processes wait for the entry, as this one's lookups
     /// of the key do), and `settle()` waits for every such store: a process
-    /// that ends without it (`os._exit`) loses them.
+    /// that ends without it (`os._exit`) loses them. With `store_later`,
+    /// `compile_fn` may return a function instead of bytes: the worker calls it
+    /// for the bytes (or None: nothing stored) when the interpreter is free,
+    /// during this process's next `compile_once` compile, a `settle`, or within
+    /// `VALUE_PATIENCE`; None is returned here.
     #[pyo3(signature = (key, compile_fn, record = None, verify_rate = 0.0, looked_up = false,
                         store_later = false))]
     #[allow(clippy::too_many_arguments)]
@@ -610,7 +634,8 @@ impl Cache {
         let ingredients = this.ingredients(record.as_ref())?;
         let Some(tiered) = &this.tiered else {
             let value = compile_fn.call0(py)?.into_bound(py);
-            return if value.is_none() {
+            // No cache: a value to be made later is never made.
+            return if value.is_none() || (store_later && value.is_callable()) {
                 Ok(None)
             } else {
                 Ok(Some(value.cast_into::<PyBytes>()?))
@@ -618,21 +643,30 @@ impl Cache {
         };
         // The compile's own bytes object, returned as it is (no copy back).
         let mut returned: Option<Py<PyBytes>> = None;
+        // Or the function that makes them, called on the worker.
+        let mut value_later: Option<Py<PyAny>> = None;
         let attempt = py.detach(|| {
             let compile = || {
-                Python::attach(|py| {
-                    let value = compile_fn.call0(py).map_err(CompileError::Python)?;
-                    if value.is_none(py) {
-                        return Ok(Compiled::Abandoned(format!(
-                            "the compile function for {key} returned None"
-                        )));
-                    }
-                    let bytes: Vec<u8> = value.extract(py).map_err(CompileError::Python)?;
-                    returned = value
-                        .cast_bound::<PyBytes>(py)
-                        .ok()
-                        .map(|b| b.clone().unbind());
-                    Ok(Compiled::Success(bytes))
+                this.background.while_compiling(|| {
+                    Python::attach(|py| {
+                        let value = compile_fn.call0(py).map_err(CompileError::Python)?;
+                        if value.is_none(py) {
+                            return Ok(Compiled::Abandoned(format!(
+                                "the compile function for {key} returned None"
+                            )));
+                        }
+                        if store_later && value.bind(py).is_callable() {
+                            value_later = Some(value);
+                            // A stand-in: the worker stores what `value_later` returns.
+                            return Ok(Compiled::Success(Vec::new()));
+                        }
+                        let bytes: Vec<u8> = value.extract(py).map_err(CompileError::Python)?;
+                        returned = value
+                            .cast_bound::<PyBytes>(py)
+                            .ok()
+                            .map(|b| b.clone().unbind());
+                        Ok(Compiled::Success(bytes))
+                    })
                 })
             };
             match looked_up {
@@ -647,12 +681,22 @@ impl Cache {
             Ok(Attempt::Served(served)) => served,
             Ok(Attempt::Compiled(compiled, unstored)) => {
                 let out = match (&compiled, returned) {
+                    _ if value_later.is_some() => None,
                     (Compiled::Success(_), Some(own)) => Some(own.into_bound(py)),
                     (Compiled::Success(bytes), None) => Some(PyBytes::new(py, bytes)),
                     _ => None,
                 };
                 let tiered = Arc::clone(tiered);
+                let gate = this.background.gate();
+                let stored_key = key.to_string();
                 let store = move || {
+                    let compiled = match value_later {
+                        Some(make) => {
+                            gate.wait(VALUE_PATIENCE);
+                            value_made_later(make, &stored_key)
+                        }
+                        None => compiled,
+                    };
                     tiered.store_compiled(unstored, &compiled, &ingredients.into_value());
                     // Lock files and shards for the next misses, made here, off their compiling threads.
                     if store_later {

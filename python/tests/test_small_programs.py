@@ -67,6 +67,91 @@ def test_small_values_stored_records_lean_and_why_still_names_the_option(tmp_pat
     assert result["keys_left"] == [], "a hit (or a finished miss) keeps no module alive"
 
 
+# Programs compiled one after another, watching where each entry's executable is serialized.
+SERIALIZED = """
+import threading
+import jax.numpy as jnp
+import numpy as np
+import mlir_cache_key
+import mlir_cache_key.jax as mj
+
+spec = json.loads(sys.argv[1])
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", spec["min_size"])
+mj.install(spec["cache_dir"], prefetch=False)
+warnings = Lines("mlir_cache_key", logging.WARNING)
+made, compiling = [], []
+entry_value, compile_and_load = mj.J.entry_value, mj.J.backend_compile_and_load
+
+def traced_entry_value(executable, secs):
+    made.append({"main": threading.current_thread() is threading.main_thread(),
+                 "during_a_compile": bool(compiling)})
+    if spec["fail"]:
+        raise RuntimeError("no serializing today")
+    return entry_value(executable, secs)
+
+def traced_compile(*args):
+    compiling.append(1)
+    try:
+        return compile_and_load(*args)
+    finally:
+        compiling.pop()
+
+mj.J.entry_value, mj.J.backend_compile_and_load = traced_entry_value, traced_compile
+x = np.arange(16, dtype=np.float32)
+def program(c):
+    return np.asarray(jax.jit(lambda v: jnp.tanh(v * c))(x)).tolist()
+results = [program(c) for c in spec["scales"]]
+# Nothing compiles or settles now: the last entry is made once its patience is over.
+time.sleep(1)
+stored = mlir_cache_key.Cache(spec["cache_dir"]).stats()["entries"]
+jax.clear_caches()
+again = program(spec["scales"][0])  # its key's claim was let go, whatever became of its entry
+report(results=results, again=again, made=made, stored=stored, events=dict(EVENTS),
+       warnings=warnings.take())
+"""
+
+
+def serialized(tmp_path, cache_dir, scales, *, min_size=0, fail=False) -> dict:
+    spec = {"cache_dir": str(cache_dir), "scales": scales, "min_size": min_size, "fail": fail}
+    return run(tmp_path, SERIALIZED, args=[json.dumps(spec)], timeout=120)
+
+
+def test_an_entry_is_serialized_on_the_worker_while_the_next_program_compiles(tmp_path,
+                                                                             cache_dir):
+    scales = [1.5, 2.5, 3.5, 4.5, 5.5]
+    first = serialized(tmp_path, cache_dir, scales)
+    assert first["stored"] == len(scales), first  # the last one too, before the process ended
+    assert [m["main"] for m in first["made"]] == [False] * len(scales), first["made"]
+    # Each but the last while the compiling thread was in XLA (a loaded machine may miss some).
+    assert any(m["during_a_compile"] for m in first["made"][:-1]), first["made"]
+    assert first["events"]["/jax/compilation_cache/cache_misses"] == len(scales)
+    second = serialized(tmp_path, cache_dir, scales)
+    assert second["results"] == first["results"] and second["made"] == []
+    assert second["events"]["/jax/compilation_cache/cache_hits"] == len(scales) + 1
+
+
+def test_a_minimum_entry_size_serializes_on_the_compiling_thread(tmp_path, cache_dir):
+    # The size is known only once serialized, and JAX counts the miss only when it stores.
+    stored = serialized(tmp_path, cache_dir, [1.5], min_size=1)
+    assert stored["made"] == [{"main": True, "during_a_compile": False}], stored["made"]
+    assert stored["stored"] == 1
+    too_small = serialized(tmp_path, tmp_path / "other", [1.5], min_size=1 << 30)
+    assert too_small["stored"] == 0 and too_small["made"][0]["main"]
+    assert "/jax/compilation_cache/cache_misses" not in too_small["events"]
+
+
+def test_an_entry_that_cannot_be_serialized_is_not_stored_and_the_compile_stands(tmp_path,
+                                                                                cache_dir):
+    failed = serialized(tmp_path, cache_dir, [1.5, 2.5], fail=True)
+    ok = serialized(tmp_path, tmp_path / "other", [1.5, 2.5])
+    assert failed["results"] == ok["results"] and failed["again"] == ok["again"]
+    assert failed["stored"] == 0, failed
+    # (The compile `again` makes its entry after the report, if at all.)
+    assert len(failed["made"]) >= 2 and not any(m["main"] for m in failed["made"]), failed["made"]
+    assert any("cannot serialize" in message and "no serializing today" in message
+               for _, message in failed["warnings"]), failed["warnings"]
+
+
 # A program that asks for more CPU devices after install(), as test suites do at import.
 LATE_FLAGS = """
 import jax.numpy as jnp

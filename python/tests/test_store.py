@@ -200,6 +200,38 @@ def test_cli_reads_what_python_wrote(tmp_path):
     assert mck.why(old["record"], new["record"]).strip() in why.stdout
 
 
+def test_a_value_made_later_is_stored_as_bytes_would_be_and_a_failed_one_frees_its_key(tmp_path):
+    """With `store_later=True` the compile function may return a function that makes the value
+    (JAX's path: the executable serialized on the worker). Its bytes are stored and read at
+    once; None or an exception stores nothing and lets the key go, and the compile stands."""
+    cache = mck.Cache(tmp_path, lock_timeout=30)
+    made = []
+
+    def later(value):
+        def make():
+            made.append(threading.get_ident())
+            if isinstance(value, Exception):
+                raise value
+            return value
+        return lambda: make
+
+    assert cache.compile_once("jit_f-" + "aa" * 32, later(b"made later"), store_later=True) is None
+    assert cache.get("jit_f-" + "aa" * 32) == b"made later"
+    assert made and made[0] != threading.get_ident(), "made on the worker"
+    for i, value in enumerate([None, RuntimeError("cannot serialize")]):
+        key = f"jit_f-{i:064x}"
+        assert cache.compile_once(key, later(value), looked_up=True, store_later=True) is None
+        assert cache.get(key) is None
+        # The key was let go: compiling it again takes its lock at once (not after 30 s).
+        started = time.monotonic()
+        assert cache.compile_once(key, lambda: b"again") == b"again"
+        assert time.monotonic() - started < 10
+    with pytest.raises(TypeError):  # stored at once: bytes, not a function
+        cache.compile_once("jit_f-" + "bb" * 32, later(b"x"))
+    cache.settle()
+    assert mck.Cache(tmp_path).stats()["entries"] == 3
+
+
 def test_a_later_store_is_seen_by_this_process_at_once_and_by_others_once_settled(tmp_path):
     """`compile_once(store_later=True)` (JAX's path) returns before its entry is stored: this
     process's lookups of the key wait for that store, a record handle is stored as its JSON
