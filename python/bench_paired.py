@@ -13,7 +13,9 @@ worker has finished what the batch left it; `install()` itself is not timed here
 (`bench_small.py` times it). Prints per-pair ratios ours / JAX's: median with its 95 %
 confidence interval (distribution-free, from order statistics: ours is under JAX's with
 confidence when the interval's top is under 1), quartiles, range, and how many pairs were under 1
-(a sign test: pairs of several runs of one build add up). `--save`: each batch's seconds as JSON.
+with the sign test's two-sided p (a coin toss for each pair). `--save FILE`: each batch's seconds
+as JSON; `--pool FILE...` runs nothing and prints the table of saved runs of one build and
+workload as one run, so that pairs of several runs add up.
 The first line names the compression JAX's cache writes with: zlib at level 6, or zstd where
 `zstandard` is installed (or Python ≥ 3.14 has `compression.zstd`). Ours then compresses as JAX
 does, so the 0.25–0.4 ms a miss ours saves with zlib's level 0 is not there to save.
@@ -95,6 +97,12 @@ def median_interval(ratios: list[float], level: float = 0.95) -> tuple[float, fl
     return (xs[k - 1], xs[n - k]) if k > 0 else None
 
 
+def sign_test(under: int, n: int) -> float:
+    """Two-sided p of `under` of `n` pairs under 1 if each pair were a coin toss."""
+    tail = sum(math.comb(n, k) for k in range(max(under, n - under), n + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
 def spread(ratios: list[float]) -> str:
     q = statistics.quantiles(ratios, n=4)
     interval = median_interval(ratios)
@@ -102,7 +110,49 @@ def spread(ratios: list[float]) -> str:
              else "too few pairs for a 95 % interval")
     under = sum(r < 1 for r in ratios)
     return (f"{statistics.median(ratios):.3f}x ({shown}; quartiles {q[0]:.3f}–{q[2]:.3f}, "
-            f"range {min(ratios):.3f}–{max(ratios):.3f}; {under} of {len(ratios)} under 1)")
+            f"range {min(ratios):.3f}–{max(ratios):.3f}; {under} of {len(ratios)} under 1, "
+            f"sign test p {sign_test(under, len(ratios)):.3f})")
+
+
+RUN_FIELDS = ("jax", "compression", "shape", "batch")
+
+
+def pooled(paths: list[str]) -> tuple[dict, dict]:
+    """The runs `--save` wrote to `paths`, as one: they must share JAX, compression, shape and
+    batch (pairs of different workloads do not add up)."""
+    meta, times = None, {c: {"cold": [], "warm": []} for c in ("jax", "ours")}
+    for path in paths:
+        try:
+            with open(path) as f:
+                run = json.load(f)
+            seconds = run["seconds"]
+            this = {field: run[field] for field in RUN_FIELDS}
+            for cache, phases in times.items():
+                for phase, values in phases.items():
+                    got = seconds[cache][phase]
+                    if not all(isinstance(v, (int, float)) and v > 0 for v in got):
+                        raise ValueError(f"{cache} {phase}: not all positive seconds")
+                    values.extend(got)
+        except (OSError, ValueError, KeyError, TypeError) as ex:
+            sys.exit(f"{path}: not a run `bench_paired.py --save` wrote ({type(ex).__name__}: {ex})")
+        if meta is not None and this != meta:
+            sys.exit(f"{path}: a run of {this}, not of {meta} like {paths[0]}: not pooled")
+        meta = this
+    if len(times["jax"]["cold"]) != len(times["ours"]["cold"]):
+        sys.exit("the runs' batches do not pair up (unequal counts under the two caches)")
+    return meta, times
+
+
+def print_table(title: str, times: dict) -> None:
+    print(title)
+    print("| phase | JAX's cache | ours | ours / JAX's, per pair | sum of ours / sum of JAX's |")
+    print("|---|---|---|---|---|")
+    for phase in ("cold", "warm"):
+        theirs, ours = times["jax"][phase], times["ours"][phase]
+        ratios = [o / t for o, t in zip(ours, theirs)]
+        print(f"| {phase} | {statistics.median(theirs):.3f} s ({min(theirs):.3f}) | "
+              f"{statistics.median(ours):.3f} s ({min(ours):.3f}) | {spread(ratios)} | "
+              f"{sum(ours) / sum(theirs):.3f}x |")
 
 
 def main() -> None:
@@ -112,7 +162,16 @@ def main() -> None:
     parser.add_argument("--shape", choices=("tanh", "mlp"), default="tanh")
     parser.add_argument("--save", metavar="FILE",
                         help="also write each batch's seconds (JSON), for a later look at the pairs")
+    parser.add_argument("--pool", metavar="FILE", nargs="+",
+                        help="run nothing: the table of runs --save wrote, their pairs as one run")
     args = parser.parse_args()
+    if args.pool:
+        meta, times = pooled(args.pool)
+        pairs = len(times["jax"]["cold"])
+        print_table(f"jax {meta['jax']} (its cache compresses with {meta['compression']}), "
+                    f"{len(args.pool)} runs pooled: {pairs} pairs of {meta['batch']} "
+                    f"{meta['shape']} programs; seconds a batch: median (best)", times)
+        return
     if args.pairs < 2 or args.batch < 1:
         sys.exit("need --pairs ≥ 2 and --batch ≥ 1")
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
@@ -135,17 +194,9 @@ def main() -> None:
         with open(args.save, "w") as out:
             json.dump({"jax": jax.__version__, "compression": jax_compression(),
                        "shape": args.shape, "batch": args.batch, "seconds": times}, out, indent=1)
-    print(f"jax {jax.__version__} (its cache compresses with {jax_compression()}), {args.pairs} "
-          f"pairs of {args.batch} {args.shape} programs in one process, ABBA order; seconds a "
-          "batch: median (best)")
-    print("| phase | JAX's cache | ours | ours / JAX's, per pair | sum of ours / sum of JAX's |")
-    print("|---|---|---|---|---|")
-    for phase in ("cold", "warm"):
-        theirs, ours = times["jax"][phase], times["ours"][phase]
-        ratios = [o / t for o, t in zip(ours, theirs)]
-        print(f"| {phase} | {statistics.median(theirs):.3f} s ({min(theirs):.3f}) | "
-              f"{statistics.median(ours):.3f} s ({min(ours):.3f}) | {spread(ratios)} | "
-              f"{sum(ours) / sum(theirs):.3f}x |")
+    print_table(f"jax {jax.__version__} (its cache compresses with {jax_compression()}), "
+                f"{args.pairs} pairs of {args.batch} {args.shape} programs in one process, ABBA "
+                "order; seconds a batch: median (best)", times)
 
 
 if __name__ == "__main__":

@@ -177,18 +177,30 @@ def test_a_cache_directorys_first_run_and_later_runs_see_the_same_devices(tmp_pa
     assert second["events"].get("/jax/compilation_cache/cache_hits") == 1, second["events"]
 
 
-def paired_benchmark(tmp_path, flags=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(PYTHON_DIR / "bench_paired.py"), "--pairs", "2",
-                           "--batch", "2"], capture_output=True, text=True, timeout=600,
+def paired_benchmark(tmp_path, flags=None, args=("--pairs", "2", "--batch", "2")):
+    return subprocess.run([sys.executable, str(PYTHON_DIR / "bench_paired.py"), *args],
+                          capture_output=True, text=True, timeout=600,
                           env=child_env({"MLIR_CACHE_KEY_FLAGS": flags}, devices=1), cwd=tmp_path)
 
 
 def test_the_paired_benchmark_runs_and_checks_its_misses_and_hits(tmp_path):
     # A run small enough for CI keeps the benchmark BENCHMARKS.md quotes working.
-    done = paired_benchmark(tmp_path)
+    done = paired_benchmark(tmp_path, args=("--pairs", "2", "--batch", "2", "--save", "a.json"))
     assert done.returncode == 0, done.stderr[-4000:]
     rows = [line for line in done.stdout.splitlines() if line.startswith(("| cold", "| warm"))]
-    assert len(rows) == 2, done.stdout
+    assert len(rows) == 2 and all("of 2 under 1, sign test p " in r for r in rows), done.stdout
+    # Saved runs pool into one table; a run of another workload, or not a run at all, is refused.
+    pool = paired_benchmark(tmp_path, args=("--pool", "a.json", "a.json"))
+    assert pool.returncode == 0, pool.stderr[-4000:]
+    assert "2 runs pooled: 4 pairs of 2 tanh programs" in pool.stdout, pool.stdout
+    assert pool.stdout.count("of 4 under 1") == 2, pool.stdout
+    saved = json.loads((tmp_path / "a.json").read_text())
+    (tmp_path / "other.json").write_text(json.dumps(dict(saved, batch=25)))
+    (tmp_path / "torn.json").write_text((tmp_path / "a.json").read_text()[:100])
+    for other, says in (("other.json", "not pooled"), ("torn.json", "not a run")):
+        refused = paired_benchmark(tmp_path, args=("--pool", "a.json", other))
+        assert refused.returncode != 0 and f"{other}: " in refused.stderr, refused.stderr[-4000:]
+        assert says in refused.stderr, refused.stderr[-4000:]
     # Its figures mean something else when JAX's cache compresses with zstd: the run says which.
     expected = "zstd" if jax_wrote_zstd() else "zlib level 6"
     assert f"(its cache compresses with {expected})" in done.stdout.splitlines()[0], done.stdout
