@@ -414,11 +414,16 @@ def _entry_value(executable, compile_secs, module_name, cache_key):
                               "< %.2f seconds to compile (%.2fs)", module_name, min_secs, compile_secs)
         return None
     min_size = J.setting("persistent_cache_min_entry_size_bytes")
-    value = J.entry_value(executable, compile_secs) if min_size > 0 else None
-    if value is not None and len(value) < min_size:
-        J.cache_logger.log(level, "Not writing persistent cache entry with key %r since its size"
-                           " (%d bytes) is less than threshold (%d bytes)", cache_key, len(value), min_size)
-        return None
+    value = None
+    if min_size > 0:  # its size decides whether it is stored: made now
+        value = _value_later(executable, compile_secs, cache_key)
+        if value is None:
+            return None
+        if len(value) < min_size:
+            J.cache_logger.log(level, "Not writing persistent cache entry with key %r since its "
+                               "size (%d bytes) is less than threshold (%d bytes)", cache_key,
+                               len(value), min_size)
+            return None
     J.cache_logger.log(level, "Writing %s to persistent compilation cache with key %r",
                        module_name, cache_key)
     J.record_event("/jax/compilation_cache/cache_misses")
@@ -428,7 +433,8 @@ def _entry_value(executable, compile_secs, module_name, cache_key):
 
 
 def _value_later(executable, compile_secs, cache_key) -> bytes | None:
-    """The entry's bytes, made on the cache's worker (None: not stored, the compile stands)."""
+    """The entry's bytes, made on the cache's worker unless a minimum size is set (None: not
+    stored, and the compile stands, as under JAX's own cache)."""
     try:
         return J.entry_value(executable, compile_secs)
     except Exception as ex:

@@ -150,6 +150,11 @@ def test_an_entry_that_cannot_be_serialized_is_not_stored_and_the_compile_stands
     assert len(failed["made"]) >= 2 and not any(m["main"] for m in failed["made"]), failed["made"]
     assert any("cannot serialize" in message and "no serializing today" in message
                for _, message in failed["warnings"]), failed["warnings"]
+    # The same where it is serialized on the compiling thread (a minimum entry size set).
+    inline = serialized(tmp_path, tmp_path / "inline", [1.5], min_size=1, fail=True)
+    assert inline["results"] == ok["results"][:1] and inline["stored"] == 0, inline
+    assert inline["made"][0]["main"] and "/jax/compilation_cache/cache_misses" not in inline["events"]
+    assert any("cannot serialize" in message for _, message in inline["warnings"])
 
 
 # A program that asks for more CPU devices after install(), as test suites do at import.
